@@ -1,0 +1,21 @@
+"""mixnet: an imperative-first tensor library with MXNet 1.x Gluon's API, on numpy (CPU) and cupy (GPU).
+
+    import mixnet as mx
+    x = mx.nd.array([[1, 2], [3, 4]]); x.attach_grad()
+    with mx.autograd.record():
+        y = (x * x).sum()
+    y.backward(); x.grad   # 2 * x
+"""
+__version__ = "0.1.0"
+
+from . import base  # noqa: F401
+from .base import MXNetError  # noqa: F401
+from . import context  # noqa: F401
+from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus  # noqa: F401
+from . import ops  # noqa: F401  (registers every operator)
+from . import ndarray  # noqa: F401
+from . import ndarray as nd  # noqa: F401
+from . import autograd  # noqa: F401
+from . import random  # noqa: F401
+from . import name, attribute, util, runtime  # noqa: F401
+from . import test_utils  # noqa: F401

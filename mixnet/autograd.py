@@ -1,0 +1,369 @@
+"""Reverse-mode autodiff on a tape of registry ops.
+
+Recording: the dispatch door calls `_record` for every differentiable op that has an input in the graph; the
+outputs then point at a `TapeNode`. Leaves (arrays with `attach_grad`) point at a `Leaf`. Gradient rules are the
+registry's, written with mixnet ops, so running backward under `create_graph=True` records the backward pass too
+and any order of derivative works.
+"""
+import contextlib
+
+from . import _mode
+from ._mode import MODE, Mode
+from .base import MXNetError
+from .ops import dispatch
+
+__all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training", "set_recording",
+           "set_training", "mark_variables", "backward", "grad", "Function", "get_symbol"]
+
+_GRAPH_FREED = ("Cannot differentiate node because it is not in a computational graph. You need to set "
+                "is_recording to true or use autograd.record() to save computational graphs for backward. "
+                "If you want to differentiate the same graph twice, you need to pass retain_graph=True to "
+                "backward.")
+
+
+class Leaf:
+    """Marks an array whose gradient the user asked for (attach_grad / mark_variables)."""
+    __slots__ = ("grad_req",)
+    released = False
+
+    def __init__(self, grad_req):
+        self.grad_req = grad_req
+
+
+class TapeNode:
+    """One recorded op application: what backward needs to run the op's gradient rule.
+
+    It keeps its outputs' buffers, not the output NDArrays, so the graph has no reference cycles and is freed as
+    soon as the last array using it goes away.
+    """
+    __slots__ = ("op", "attrs", "inputs", "out_data", "ctx", "versions", "released")
+
+    def __init__(self, op, attrs, inputs, outputs):
+        self.op = op
+        self.attrs = attrs
+        self.inputs = inputs
+        self.out_data = tuple([o._data for o in outputs])
+        self.ctx = outputs[0]._ctx
+        self.versions = [x._version for x in inputs]
+        self.released = False
+
+    def output(self, index):
+        """An NDArray for output `index` that is linked into the graph like the original output."""
+        from .ndarray.ndarray import _wrap
+        out = _wrap(self.out_data[index], self.ctx)
+        out._node = self
+        out._oidx = index
+        return out
+
+
+class GradContext:
+    """What a gradient rule sees: the op's inputs, outputs (hidden ones too) and attributes."""
+    __slots__ = ("op", "inputs", "attrs", "_node", "_outputs")
+
+    def __init__(self, node):
+        self.op, self.inputs, self.attrs, self._node = node.op, node.inputs, node.attrs, node
+        self._outputs = None
+
+    @property
+    def outputs(self):
+        if self._outputs is None:
+            self._outputs = tuple(self._node.output(i) for i in range(len(self._node.out_data)))
+        return self._outputs
+
+
+def _record(op, attrs, inputs, outputs):
+    node = TapeNode(op, attrs, inputs, outputs)
+    for i, out in enumerate(outputs):
+        out._node = node
+        if i:
+            out._oidx = i
+
+
+dispatch.RECORD = _record
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Mode scopes
+class _Scope(contextlib.ContextDecorator):
+    __slots__ = ("_recording", "_training", "_token")
+
+    def __init__(self, recording, training):
+        self._recording, self._training = recording, training
+        self._token = None
+
+    def __enter__(self):
+        mode = MODE.get()
+        new = mode._replace(recording=mode.recording if self._recording is None else self._recording,
+                            training=mode.training if self._training is None else self._training)
+        self._token = MODE.set(new)
+        return self
+
+    def __exit__(self, *exc):
+        MODE.reset(self._token)
+        return False
+
+
+def record(train_mode=True):
+    """Records ops for backward inside the scope; training mode too unless train_mode=False."""
+    return _Scope(True, train_mode)
+
+
+def pause(train_mode=False):
+    return _Scope(False, train_mode)
+
+
+def train_mode():
+    return _Scope(None, True)
+
+
+def predict_mode():
+    return _Scope(None, False)
+
+
+def is_recording():
+    return MODE.get().recording
+
+
+def is_training():
+    return MODE.get().training
+
+
+def set_recording(is_recording):  # noqa: A002 - MXNet's name
+    """Sets recording for this thread; returns the previous state."""
+    mode = MODE.get()
+    MODE.set(mode._replace(recording=bool(is_recording)))
+    return mode.recording
+
+
+def set_training(train_mode):
+    mode = MODE.get()
+    MODE.set(mode._replace(training=bool(train_mode)))
+    return mode.training
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Variables
+_GRAD_REQS = ("write", "add", "null")
+
+
+def _check_grad_req(req):
+    if req not in _GRAD_REQS:
+        raise MXNetError(f"grad_req must be one of {_GRAD_REQS}, got {req!r}")
+
+
+def mark_variables(variables, gradients, grad_reqs="write"):
+    """Marks arrays as leaves whose gradients are written into `gradients` (MXNet's low-level API)."""
+    from .ndarray.ndarray import NDArray
+    if isinstance(variables, NDArray):
+        variables, gradients = [variables], [gradients]
+    if isinstance(grad_reqs, str):
+        grad_reqs = [grad_reqs] * len(variables)
+    if not len(variables) == len(gradients) == len(grad_reqs):
+        raise MXNetError(f"mark_variables: {len(variables)} variables, {len(gradients)} gradients and "
+                         f"{len(grad_reqs)} grad_reqs must match")
+    for var, gbuf, req in zip(variables, gradients, grad_reqs):
+        _check_grad_req(req)
+        var._grad = gbuf
+        var._grad_req = req
+        var._node = None if req == "null" else Leaf(req)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Backward
+def _topological_nodes(heads):
+    """Tape nodes reachable from the heads, each after all nodes that consume its outputs."""
+    order, seen = [], set()
+    stack = [(h._node, False) for h in heads if isinstance(h._node, TapeNode)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.released:
+            raise MXNetError(_GRAPH_FREED)
+        stack.append((node, True))
+        for x in node.inputs:
+            parent = x._node
+            if isinstance(parent, TapeNode) and id(parent) not in seen:
+                stack.append((parent, False))
+    order.reverse()
+    return order
+
+
+def _check_versions(node):
+    for x, version in zip(node.inputs, node.versions):
+        if x._version != version:
+            raise MXNetError(
+                f"autograd: an input of {node.op.name} (shape {x.shape}) was modified in place after it was "
+                "recorded, so its gradient would be wrong. Copy the array (x.copy()) before changing it, or "
+                "change it outside the recorded computation.")
+
+
+def _accumulate(grads, key, value):
+    old = grads.get(key)
+    grads[key] = value if old is None else old + value
+
+
+def _key(x):
+    """Where an array's gradient is collected: per (node, output index) for op outputs, per array for leaves."""
+    node = x._node
+    return (id(node), x._oidx) if isinstance(node, TapeNode) else id(x)
+
+
+def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph):
+    """Returns ({key: gradient}, {key: leaf array}) for everything the heads depend on."""
+    from .ndarray.ndarray import NDArray, ones_like_array, _wrap
+    if isinstance(heads, NDArray):
+        heads = [heads]
+    if head_grads is None:
+        head_grads = [None] * len(heads)
+    elif isinstance(head_grads, NDArray):
+        head_grads = [head_grads]
+    if len(head_grads) != len(heads):
+        raise MXNetError(f"backward: {len(heads)} heads but {len(head_grads)} head gradients")
+    for h in heads:
+        if h._node is None or h._node.released:
+            raise MXNetError(_GRAPH_FREED)
+    grads, leaves = {}, {}
+    for h, hg in zip(heads, head_grads):
+        if hg is None:
+            hg = ones_like_array(h)
+        elif tuple(hg.shape) != tuple(h.shape):
+            raise MXNetError(f"backward: head gradient shape {hg.shape} does not match head shape {h.shape}")
+        _accumulate(grads, _key(h), hg)
+        if isinstance(h._node, Leaf):
+            leaves[id(h)] = h
+    order = _topological_nodes(heads)
+    token = MODE.set(Mode(recording=create_graph, training=train_mode, tracer=None))
+    try:
+        for node in order:
+            node_id = id(node)
+            out_grads = [grads.pop((node_id, i), None) for i in range(len(node.out_data))]
+            if all(g is None for g in out_grads):
+                continue
+            _check_versions(node)
+            out_grads = [_wrap(node.ctx.xp.zeros_like(d), node.ctx) if g is None else g
+                         for d, g in zip(node.out_data, out_grads)]
+            in_grads = node.op.grad(GradContext(node), *out_grads)
+            if len(in_grads) != len(node.inputs):
+                raise MXNetError(f"internal: gradient rule of {node.op.name} returned {len(in_grads)} gradients "
+                                 f"for {len(node.inputs)} inputs")
+            for x, g in zip(node.inputs, in_grads):
+                if g is None or x._node is None:
+                    continue
+                _accumulate(grads, _key(x), g)
+                if isinstance(x._node, Leaf):
+                    leaves[id(x)] = x
+    finally:
+        MODE.reset(token)
+    if not retain_graph:
+        for node in order:
+            node.released = True
+            node.inputs = ()
+    return grads, leaves
+
+
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
+    """Computes gradients of heads and writes them into the .grad of every leaf (attach_grad) reached."""
+    grads, leaves = _run_backward(heads, head_grads, False, train_mode, retain_graph)
+    for key, x in leaves.items():
+        _write_grad(x, grads[key], x._node.grad_req)
+
+
+def _write_grad(x, g, req):
+    if req == "null":
+        return
+    if x._grad is None:        # Gluon parameters allocate their gradient at the first backward
+        from .ndarray.ndarray import zeros_like_array
+        x._grad = zeros_like_array(x)
+    data = g._data
+    if data.dtype != x._grad._data.dtype:
+        data = data.astype(x._grad._data.dtype)
+    if req == "write":
+        x._grad._data[...] = data
+    else:
+        x._grad._data += data
+    x._grad._bump_version()
+    x._fresh_grad = True
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False, train_mode=True):
+    """Gradients of heads w.r.t. variables, returned (not written to .grad). With create_graph=True the
+    returned gradients are themselves recorded, so they can be differentiated again."""
+    from .ndarray.ndarray import NDArray, zeros_like_array
+    single = isinstance(variables, NDArray)
+    if single:
+        variables = [variables]
+    if retain_graph is None:
+        retain_graph = create_graph
+    for v in variables:
+        if v._node is None:
+            raise MXNetError("autograd.grad: a variable is not part of the recorded graph; call attach_grad() "
+                             "on it before autograd.record()")
+    grads, _ = _run_backward(heads, head_grads, create_graph, train_mode, retain_graph)
+    result = [grads.get(_key(v)) for v in variables]
+    result = [zeros_like_array(v) if g is None else g for v, g in zip(variables, result)]
+    return result
+
+
+def get_symbol(x):
+    raise MXNetError("autograd.get_symbol needs the graph IR (the hybridize layer), which mixnet does not have "
+                     "yet; hybridize the block and use export() once it lands")
+
+
+# ---------------------------------------------------------------------------------------------------------
+class Function:
+    """A user-defined differentiable function: subclass it, define forward and backward on NDArrays.
+
+        class Sigmoid(mx.autograd.Function):
+            def forward(self, x):
+                y = 1 / (1 + mx.nd.exp(-x)); self.save_for_backward(y); return y
+            def backward(self, dy):
+                y, = self.saved_tensors; return dy * y * (1 - y)
+    """
+
+    def __init__(self):
+        self._saved = ()
+
+    def save_for_backward(self, *args):
+        self._saved = args
+
+    @property
+    def saved_tensors(self):
+        return self._saved
+
+    def forward(self, *inputs):
+        raise MXNetError(f"{type(self).__name__} must define forward()")
+
+    def backward(self, *output_grads):
+        raise MXNetError(f"{type(self).__name__} must define backward()")
+
+    def __call__(self, *inputs):
+        from .ndarray.ndarray import NDArray
+        from .ops.registry import OpDef
+        with pause(train_mode=is_training()):
+            outputs = self.forward(*inputs)
+        single = isinstance(outputs, NDArray)
+        outs = (outputs,) if single else tuple(outputs)
+        if is_recording() and any(x._node is not None for x in inputs):
+            function = self
+
+            def grad_rule(ctx, *out_grads):
+                with pause(train_mode=is_training()):
+                    in_grads = function.backward(*out_grads)
+                in_grads = (in_grads,) if isinstance(in_grads, NDArray) else tuple(in_grads)
+                if len(in_grads) != len(inputs):
+                    raise MXNetError(f"{type(function).__name__}.backward returned {len(in_grads)} gradients "
+                                     f"for {len(inputs)} inputs")
+                return in_grads
+
+            op = OpDef(name=f"Function<{type(self).__name__}>", kernel=None, grad=grad_rule)
+            outs = tuple(o.detach() for o in outs)   # fresh arrays owned by this node
+            _record(op, {}, tuple(inputs), outs)
+        return outs[0] if single else outs
+
+
+del _mode

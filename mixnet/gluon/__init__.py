@@ -1,0 +1,1 @@
+"""mx.gluon (being assembled)."""

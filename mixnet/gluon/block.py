@@ -1,0 +1,368 @@
+"""Gluon `Block` and `HybridBlock` with MXNet 1.x naming (prefixes, name_scope, `dense0_` counters), structural
+save/load, hooks and summaries. `hybridize()` is accepted and recorded; until the compiler lands (the hybridize
+issue) hybridized blocks run eagerly, which gives exactly the eager results."""
+import threading
+from collections import OrderedDict, defaultdict
+
+import numpy as np
+
+from .. import initializer as init_module
+from ..base import MXNetError
+from ..ndarray import load as nd_load, save as nd_save
+from ..ndarray.ndarray import NDArray
+from .parameter import DeferredInitializationError, Parameter, ParameterDict, _load_into, select_params
+
+__all__ = ["Block", "HybridBlock"]
+
+_STATE = threading.local()     # per-thread: the innermost name scope, and global counters per hint
+
+
+def _global_name(hint):
+    counters = getattr(_STATE, "counters", None)
+    if counters is None:
+        counters = _STATE.counters = {}
+    count = counters.get(hint, 0)
+    counters[hint] = count + 1
+    return f"{hint}{count}"
+
+
+class _BlockScope:
+    """The `with block.name_scope():` context: children created inside get the block's prefix."""
+
+    def __init__(self, block):
+        self._block = block
+        self._counter = {}
+        self._old = None
+
+    @staticmethod
+    def create(prefix, params, hint):
+        current = getattr(_STATE, "scope", None)
+        if current is None:
+            if prefix is None:
+                prefix = _global_name(hint) + "_"
+            params = ParameterDict(prefix) if params is None else ParameterDict(params.prefix, params)
+            return prefix, params
+        if prefix is None:
+            count = current._counter.get(hint, 0)
+            prefix = f"{hint}{count}_"
+            current._counter[hint] = count + 1
+        if params is None:
+            parent = current._block.params
+            params = ParameterDict(parent.prefix + prefix, parent._shared)
+        else:
+            params = ParameterDict(params.prefix, params)
+        return current._block.prefix + prefix, params
+
+    def __enter__(self):
+        if self._block._empty_prefix:
+            return self
+        self._old = getattr(_STATE, "scope", None)
+        _STATE.scope = self
+        return self
+
+    def __exit__(self, *exc):
+        if not self._block._empty_prefix:
+            _STATE.scope = self._old
+        return False
+
+
+class HookHandle:
+    """Returned by register_forward_hook / register_forward_pre_hook; `detach()` removes the hook."""
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self._id = HookHandle._next_id
+        HookHandle._next_id += 1
+
+    def detach(self):
+        self._hooks.pop(self._id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.detach()
+
+
+def _shape_text(shape):
+    return "(" + ", ".join("?" if d == 0 else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+class Block:
+    """Base class of all layers and models. Subclass it and define `forward`."""
+
+    def __init__(self, prefix=None, params=None):
+        self._empty_prefix = prefix == ""
+        self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
+        self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
+        self._scope = _BlockScope(self)
+        self._children = OrderedDict()
+        self._reg_params = OrderedDict()
+        self._forward_hooks = OrderedDict()
+        self._forward_pre_hooks = OrderedDict()
+
+    def _alias(self):
+        return type(self).__name__.lower()
+
+    def __setattr__(self, name, value):
+        if hasattr(self, "_children"):
+            existing = self.__dict__.get(name)
+            if existing is not None and isinstance(existing, (Block, Parameter)) \
+                    and not isinstance(value, type(existing)):
+                raise TypeError(f"Changing attribute type for {name} from {type(existing).__name__} to "
+                                f"{type(value).__name__} is not allowed")
+            if isinstance(value, Block):
+                self.register_child(value, name)
+            elif isinstance(value, Parameter):
+                self._reg_params[name] = value
+        super().__setattr__(name, value)
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}("]
+        for key, child in self._children.items():
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({key}): {body}")
+        return "\n".join(lines) + "\n)" if self._children else f"{type(self).__name__}()"
+
+    # ------------------------------------------------------------------ naming
+    @property
+    def prefix(self):
+        return self._prefix
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def params(self):
+        """This block's own ParameterDict (children's parameters are in collect_params())."""
+        return self._params
+
+    def name_scope(self):
+        return self._scope
+
+    def register_child(self, block, name=None):
+        if name is None:
+            name = str(len(self._children))
+        self._children[name] = block
+
+    # ------------------------------------------------------------------ parameters
+    def collect_params(self, select=None):
+        """All parameters of this block and its children; `select` is a regex matched on full names."""
+        result = ParameterDict(self._params.prefix)
+        result.update(self._params)
+        for param in self._reg_params.values():
+            if param.name not in result:
+                result._params[param.name] = param
+        for child in self._children.values():
+            result.update(child.collect_params())
+        return select_params(result, select)
+
+    def _collect_params_with_prefix(self, prefix=""):
+        """Structural names: attribute paths joined by '.', as save_parameters writes them."""
+        if prefix:
+            prefix += "."
+        result = {prefix + key: param for key, param in self._reg_params.items()}
+        for name, child in self._children.items():
+            result.update(child._collect_params_with_prefix(prefix + name))
+        return result
+
+    def initialize(self, init=init_module.Uniform(), ctx=None, verbose=False, force_reinit=False):
+        self.collect_params().initialize(init, ctx, verbose, force_reinit)
+
+    def save_parameters(self, filename, deduplicate=False):
+        params = self._collect_params_with_prefix()
+        if deduplicate:
+            last_name = {}
+            for name, param in params.items():
+                last_name[id(param)] = name
+            params = {name: param for name, param in params.items() if last_name[id(param)] == name}
+        arrays = {}
+        for name, param in params.items():
+            param._check_initialized()
+            arrays[name] = param.list_data()[0]
+        nd_save(filename, arrays)
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False, cast_dtype=False,
+                        dtype_source="current"):
+        loaded = nd_load(filename)
+        if isinstance(loaded, list):
+            raise MXNetError(f"{filename!r} holds an unnamed list of arrays, not parameters")
+        params = self._collect_params_with_prefix()
+        if not loaded and not params:
+            return
+        if loaded and not any("." in key for key in loaded):
+            # A legacy file (old save_params / export): global names with this block's prefix stripped.
+            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix, cast_dtype,
+                                       dtype_source)
+            return
+        if not allow_missing:
+            names_of = defaultdict(list)
+            for name, param in params.items():
+                names_of[id(param)].append(name)
+            for name, param in params.items():
+                if not any(n in loaded for n in names_of[id(param)]):
+                    raise MXNetError(f"Parameter {name!r} is missing in file {filename!r}, which contains "
+                                     f"parameters {_abbrev(loaded)}. Set allow_missing=True to ignore missing "
+                                     "parameters.")
+        for name, value in loaded.items():
+            if name not in params:
+                if ignore_extra:
+                    continue
+                raise MXNetError(f"Parameter {name!r} loaded from file {filename!r} is not present in this block, "
+                                 f"which contains parameters {_abbrev(params)}. Set ignore_extra=True to ignore.")
+            _load_into(params[name], value, ctx, cast_dtype, dtype_source)
+
+    save_params = save_parameters
+    load_params = load_parameters
+
+    # ------------------------------------------------------------------ running
+    def register_forward_pre_hook(self, hook):
+        """hook(block, inputs) runs before forward; returns a handle whose detach() removes it."""
+        handle = HookHandle(self._forward_pre_hooks)
+        self._forward_pre_hooks[handle._id] = hook
+        return handle
+
+    def register_forward_hook(self, hook):
+        """hook(block, inputs, outputs) runs after forward; returns a handle whose detach() removes it."""
+        handle = HookHandle(self._forward_hooks)
+        self._forward_hooks[handle._id] = hook
+        return handle
+
+    def apply(self, fn):
+        for child in self._children.values():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def cast(self, dtype):
+        for child in self._children.values():
+            child.cast(dtype)
+        for param in self.params.values():
+            param.cast(dtype)
+
+    def hybridize(self, active=True, **kwargs):
+        for child in self._children.values():
+            child.hybridize(active, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        for hook in list(self._forward_pre_hooks.values()):
+            hook(self, args)
+        out = self._run_forward(args, kwargs)
+        for hook in list(self._forward_hooks.values()):
+            hook(self, args, out)
+        return out
+
+    def _run_forward(self, args, kwargs):
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args):
+        raise MXNetError(f"{type(self).__name__} must define forward(self, ...)")
+
+    # ------------------------------------------------------------------ summary
+    def summary(self, *inputs):
+        """Prints each layer with its output shape and parameter count. Without inputs (or before the parameters
+        are initialized) it lists the declared parameter shapes, with ? for dimensions not yet known."""
+        rows, handles = [], []
+        if inputs:
+            def record(block, args, out):
+                outs = out if isinstance(out, (list, tuple)) else [out]
+                shapes = [tuple(o.shape) for o in outs if isinstance(o, NDArray)]
+                rows.append((block, shapes))
+
+            self.apply(lambda b: handles.append(b.register_forward_hook(record)))
+            try:
+                self(*inputs)
+            finally:
+                for h in handles:
+                    h.detach()
+        else:
+            self.apply(lambda b: rows.append((b, None)))
+        print(_summary_table(rows, self))
+
+
+def _abbrev(names, limit=10):
+    names = list(names)
+    return str(names) if len(names) <= limit else str(names[:limit])[:-1] + f", ... ({len(names)} in all)]"
+
+
+def _summary_table(rows, root):
+    def own_params(block):
+        return list(block._reg_params.values())
+
+    def count(params):
+        return sum(int(np.prod(p.shape)) for p in params if p.shape is not None and all(p.shape))
+
+    lines = ["-" * 78, f"{'Layer (type)':<34}{'Output Shape / Parameters':<32}{'Param #':>12}", "=" * 78]
+    seen, total, trainable = set(), 0, 0
+    for block, shapes in rows:
+        params = [p for p in own_params(block) if id(p) not in seen]
+        n = count(params)
+        seen.update(id(p) for p in params)
+        total += n
+        trainable += count([p for p in params if p.grad_req != "null"])
+        desc = ", ".join(_shape_text(s) for s in shapes) if shapes else \
+            ", ".join(_shape_text(p.shape) if p.shape is not None else "?" for p in params) or "-"
+        known = "" if all(p.shape is not None and all(p.shape) for p in params) else "?"
+        lines.append(f"{block.name + ' (' + type(block).__name__ + ')':<34}{desc:<32}{(str(n) + known):>12}")
+    lines += ["=" * 78, f"Parameters in total: {total}", f"Trainable parameters: {trainable}",
+              f"Non-trainable parameters: {total - trainable}", "-" * 78]
+    return "\n".join(lines)
+
+
+class HybridBlock(Block):
+    """A Block that can be hybridized. Write either `hybrid_forward(self, F, x, *args, **params)` (MXNet 1.x: F
+    is mx.nd, parameters arrive as keyword arguments) or `forward(self, x, *args)` (2.0 style)."""
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix, params)
+        self._active = False
+        self._flags = {}
+
+    def hybridize(self, active=True, backend=None, clear=True, static_alloc=False, static_shape=False,
+                  inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, **kwargs):
+        """Marks the block for compilation. mixnet's compiler is not in this release yet, so a hybridized block
+        runs eagerly: the results are exactly the eager ones (see docs/compatibility.md)."""
+        self._active = active
+        self._flags = dict(backend=backend, static_alloc=static_alloc, static_shape=static_shape,
+                           inline_limit=inline_limit, **kwargs)
+        super().hybridize(active, backend=backend, clear=clear, static_alloc=static_alloc,
+                          static_shape=static_shape, inline_limit=inline_limit, **kwargs)
+
+    def _run_forward(self, args, kwargs):
+        try:
+            return self.forward(*args, **kwargs)
+        except DeferredInitializationError:
+            self._infer_and_initialize(args)
+            return self.forward(*args, **kwargs)
+
+    def _infer_and_initialize(self, args):
+        pending = [p for p in self._reg_params.values() if p._data is None and p._deferred_init is not None]
+        if not pending:
+            raise      # the unknown shape belongs to a child that could not infer it: re-raise its error
+        self.infer_shape(*args)
+        for param in pending:
+            try:
+                param._finish_deferred_init()
+            except DeferredInitializationError:
+                raise DeferredInitializationError(
+                    f"{type(self).__name__} {self.name!r}: could not infer the shape of parameter {param.name!r} "
+                    f"(still {param.shape}) from inputs of shapes "
+                    f"{[tuple(a.shape) for a in args if isinstance(a, NDArray)]}") from None
+
+    def infer_shape(self, *args):
+        """Fills unknown (0) parameter dimensions from the inputs; layers with deferred shapes override this."""
+        unknown = [f"{p.name} {p.shape}" for p in self._reg_params.values() if p._data is None]
+        raise DeferredInitializationError(
+            f"{type(self).__name__} {self.name!r} cannot infer the shapes of {', '.join(unknown)} from its inputs: "
+            "give the parameters full shapes, or define infer_shape(self, *inputs) on the block")
+
+    def forward(self, x, *args):
+        ctx = x.context if isinstance(x, NDArray) else None
+        params = {name: p.data(ctx) for name, p in self._reg_params.items()}
+        from .. import ndarray as F
+        return self.hybrid_forward(F, x, *args, **params)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise MXNetError(f"{type(self).__name__} must define hybrid_forward(self, F, x, ...) or forward(self, x, ...)")

@@ -1,0 +1,566 @@
+"""NDArray: an eager array on a device (a numpy or cupy buffer), with MXNet 1.x semantics.
+
+Operators and methods are thin: they pick a registry op and go through the one dispatch door
+(`mixnet.ops.dispatch.apply`), which runs the kernel and records onto the autograd tape when needed.
+"""
+import numbers
+import operator
+
+import numpy as np
+
+from .._mode import MODE
+from ..base import MXNetError, dtype_np, is_number
+from ..context import Context, array_module, current_context, cpu
+from ..ops import dispatch, registry
+
+__all__ = ["NDArray", "array", "empty", "from_numpy", "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
+           "waitall", "py_slice", "_STORAGE_TYPE_STR_TO_ID"]
+
+py_slice = slice
+_STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
+_IN_GRAPH_ASSIGN = ("Assigning to NDArrays that are already in a computational graph will cause undefined "
+                    "behavior when evaluating gradients. Please call backward first to clear the graph or do "
+                    "this out side of a record section.")
+
+
+def _wrap(data, ctx):
+    arr = NDArray.__new__(NDArray)
+    arr._data = data
+    arr._ctx = ctx
+    return arr
+
+
+dispatch.WRAP = _wrap
+
+
+class NDArray:
+    """An n-dimensional array on a device. Create with `mx.nd.array`, `mx.nd.zeros`, ...
+
+    Attributes that are usually unset live on the class, so creating an array sets only its buffer and device.
+    """
+    _node = None          # autograd: a TapeNode (op output) or a Leaf (attach_grad), else None
+    _oidx = 0             # which output of its TapeNode this array is
+    _grad = None
+    _grad_req = "null"
+    _fresh_grad = False
+    _version = 0          # bumped by every in-place write; autograd checks it
+    _base = None          # the array a basic-indexing view writes through to
+    __array_priority__ = 1000.0
+
+    def __init__(self, data=None, ctx=None, dtype=None):
+        source = array(data if data is not None else [], ctx=ctx, dtype=dtype)
+        self._data, self._ctx = source._data, source._ctx
+
+    # ---------------------------------------------------------------- attributes
+    @property
+    def shape(self):
+        return self._data.shape
+
+    @property
+    def dtype(self):
+        """The numpy scalar type (np.float32, ...), as MXNet returns it."""
+        return self._data.dtype.type
+
+    @property
+    def size(self):
+        return self._data.size
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def context(self):
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def stype(self):
+        return "default"
+
+    @property
+    def writable(self):
+        return True
+
+    @property
+    def handle(self):
+        return id(self)
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @property
+    def T(self):
+        if self.ndim < 2:
+            return self
+        return self.transpose()
+
+    # ---------------------------------------------------------------- conversion
+    def asnumpy(self):
+        data = self._data
+        if self._ctx.device_type == "gpu":
+            return data.get()
+        return data.copy()
+
+    def asscalar(self):
+        if self.size != 1:
+            raise MXNetError(f"asscalar: the array must have exactly one element, it has shape {self.shape}")
+        return self.asnumpy().reshape(()).item() if self.dtype is np.bool_ else self.asnumpy().reshape(())[()]
+
+    def item(self):
+        return self.asscalar()
+
+    def astype(self, dtype, copy=True):
+        target = dtype_np(dtype)
+        if not copy and target == self._data.dtype:
+            return self
+        return _op_call("Cast", (self,), {"dtype": target})
+
+    def copy(self):
+        return _op_call("_copy", (self,), {})
+
+    def copyto(self, other):
+        """Copies into `other` (an NDArray: shapes must match) or onto a Context (a new array)."""
+        if isinstance(other, Context):
+            xp = array_module(other)
+            data = self.asnumpy() if xp is np else xp.asarray(self._data)
+            return _wrap(data if data is not self._data else data.copy(), other)
+        if isinstance(other, NDArray):
+            if other is self:
+                return other
+            if other.shape != self.shape:
+                raise MXNetError(f"copyto: shape mismatch, source {self.shape} vs target {other.shape}")
+            other._assign(self._converted_for(other))
+            return other
+        raise MXNetError(f"copyto: expected an NDArray or Context, got {type(other).__name__}")
+
+    def _converted_for(self, target):
+        data = self._data
+        if target._ctx != self._ctx:
+            data = array_module(target._ctx).asarray(self.asnumpy())
+        return data
+
+    def as_in_context(self, context):
+        if self._ctx == context:
+            return self
+        return self.copyto(context)
+
+    as_in_ctx = as_in_context
+
+    def tostype(self, stype):
+        if stype != "default":
+            raise MXNetError(f"tostype({stype!r}): mixnet stores every array dense; only 'default' exists")
+        return self
+
+    def as_np_ndarray(self):
+        raise MXNetError("as_np_ndarray: the mx.np namespace is not part of mixnet yet")
+
+    def wait_to_read(self):
+        """mixnet runs synchronously, so the data is always ready."""
+
+    def wait_to_write(self):
+        """mixnet runs synchronously."""
+
+    def __array__(self, dtype=None, copy=None):
+        data = self.asnumpy() if self._ctx.device_type == "gpu" else self._data
+        return data if dtype is None else data.astype(dtype)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """numpy functions on NDArrays compute in numpy and return numpy arrays (nothing is recorded)."""
+        inputs = [x.asnumpy() if isinstance(x, NDArray) else x for x in inputs]
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = tuple(o.asnumpy() if isinstance(o, NDArray) else o for o in out)
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def to_dlpack_for_read(self):
+        return to_dlpack_for_read(self)
+
+    def to_dlpack_for_write(self):
+        return to_dlpack_for_write(self)
+
+    # ---------------------------------------------------------------- autograd
+    def attach_grad(self, grad_req="write", stype=None):
+        """Allocates self.grad (zeros) and marks the array as a leaf whose gradient backward() writes."""
+        from .. import autograd
+        if stype not in (None, "default"):
+            raise MXNetError(f"attach_grad: stype {stype!r} is not supported (dense only)")
+        autograd.mark_variables([self], [zeros_like_array(self)], grad_req)
+
+    def detach(self):
+        return _wrap(self._data, self._ctx)
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        from .. import autograd
+        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+
+    # ---------------------------------------------------------------- in-place writes
+    def _bump_version(self):
+        arr = self
+        while arr is not None:
+            arr._version += 1
+            arr = arr._base
+
+    def _check_assignable(self):
+        if MODE.get().recording and (self._node is not None or (self._base is not None
+                                                                 and self._base._node is not None)):
+            raise MXNetError(_IN_GRAPH_ASSIGN)
+
+    def _assign(self, value, key=Ellipsis):
+        """self[key] = value in place (value: a backend array or a scalar), with broadcasting."""
+        self._check_assignable()
+        try:
+            self._data[key] = value
+        except (ValueError, TypeError, IndexError) as err:
+            shape = getattr(value, "shape", ())
+            raise MXNetError(f"__setitem__: cannot assign a value of shape {tuple(shape)} to index {key!r} of an "
+                             f"array of shape {self.shape}: {err}") from None
+        self._bump_version()
+
+    def __setitem__(self, key, value):
+        key = _index_key(key)
+        if isinstance(value, NDArray):
+            value = value._converted_for(self)
+        elif not is_number(value):
+            value = array_module(self._ctx).asarray(value, dtype=self._data.dtype)
+        self._assign(value, key)
+
+    def __getitem__(self, key):
+        key = _index_key(key)
+        if _is_basic(key):
+            key = _legacy_scalar_key(key, self.ndim)
+            out = _op_call("_getitem", (self,), {"key": key})
+            out._base = self
+            return out
+        return _op_call("_getitem", (self,), {"key": key})
+
+    # ---------------------------------------------------------------- python protocol
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d NDArray")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self):
+        if self.size == 0:
+            return False
+        if self.size == 1:
+            return bool(self.asnumpy().reshape(())[()])
+        raise ValueError("The truth value of an NDArray with more than one element is ambiguous.")
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        shape = "x".join(str(d) for d in self.shape)
+        return f"\n{self.asnumpy()}\n<NDArray {shape} @{self._ctx}>"
+
+    def __str__(self):
+        return self.__repr__()
+
+    def __getstate__(self):
+        return {"data": self.asnumpy(), "ctx": (self._ctx.device_type, self._ctx.device_id)}
+
+    def __setstate__(self, state):
+        ctx = Context(*state["ctx"])
+        if ctx.device_type == "gpu" and ctx.device_id >= _num_gpus():
+            ctx = cpu()
+        self._data = array_module(ctx).asarray(state["data"])
+        self._ctx = ctx
+
+    def __reduce__(self):
+        return (_unpickle, (self.__getstate__(),))
+
+    # ---------------------------------------------------------------- arithmetic
+    def __add__(self, other):
+        return _binary(self, other, "broadcast_add", "_plus_scalar")
+
+    def __radd__(self, other):
+        return _binary(self, other, "broadcast_add", "_plus_scalar")
+
+    def __sub__(self, other):
+        return _binary(self, other, "broadcast_sub", "_minus_scalar")
+
+    def __rsub__(self, other):
+        return _binary(self, other, None, "_rminus_scalar")
+
+    def __mul__(self, other):
+        return _binary(self, other, "broadcast_mul", "_mul_scalar")
+
+    def __rmul__(self, other):
+        return _binary(self, other, "broadcast_mul", "_mul_scalar")
+
+    def __truediv__(self, other):
+        return _binary(self, other, "broadcast_div", "_div_scalar")
+
+    def __rtruediv__(self, other):
+        return _binary(self, other, None, "_rdiv_scalar")
+
+    __div__, __rdiv__ = __truediv__, __rtruediv__
+
+    def __mod__(self, other):
+        return _binary(self, other, "broadcast_mod", "_mod_scalar")
+
+    def __rmod__(self, other):
+        return _binary(self, other, None, "_rmod_scalar")
+
+    def __pow__(self, other):
+        return _binary(self, other, "broadcast_power", "_power_scalar")
+
+    def __rpow__(self, other):
+        return _binary(self, other, None, "_rpower_scalar")
+
+    def __matmul__(self, other):
+        return _op_call("dot", (self, other), {})
+
+    def __neg__(self):
+        return _op_call("negative", (self,), {})
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _op_call("abs", (self,), {})
+
+    def __eq__(self, other):
+        if other is None:
+            return False
+        return _binary(self, other, "broadcast_equal", "_equal_scalar")
+
+    def __ne__(self, other):
+        if other is None:
+            return True
+        return _binary(self, other, "broadcast_not_equal", "_not_equal_scalar")
+
+    def __lt__(self, other):
+        return _binary(self, other, "broadcast_lesser", "_lesser_scalar")
+
+    def __le__(self, other):
+        return _binary(self, other, "broadcast_lesser_equal", "_lesser_equal_scalar")
+
+    def __gt__(self, other):
+        return _binary(self, other, "broadcast_greater", "_greater_scalar")
+
+    def __ge__(self, other):
+        return _binary(self, other, "broadcast_greater_equal", "_greater_equal_scalar")
+
+    def _inplace(self, other, fn):
+        result = fn(self, other)
+        self._assign(result._data if result._ctx == self._ctx else result._converted_for(self))
+        return self
+
+    def __iadd__(self, other):
+        return self._inplace(other, operator.add)
+
+    def __isub__(self, other):
+        return self._inplace(other, operator.sub)
+
+    def __imul__(self, other):
+        return self._inplace(other, operator.mul)
+
+    def __itruediv__(self, other):
+        return self._inplace(other, operator.truediv)
+
+    def __imod__(self, other):
+        return self._inplace(other, operator.mod)
+
+    # ---------------------------------------------------------------- shape helpers MXNet spells as methods
+    def reshape(self, *shape, **kwargs):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if "shape" in kwargs:
+            shape = kwargs.pop("shape")
+        reverse = kwargs.pop("reverse", False)
+        if kwargs:
+            raise MXNetError(f"reshape: unexpected arguments {sorted(kwargs)}")
+        return _op_call("Reshape", (self,), {"shape": tuple(shape), "reverse": reverse})
+
+    def zeros_like(self):
+        return zeros_like_array(self)
+
+    def ones_like(self):
+        return ones_like_array(self)
+
+
+def _num_gpus():
+    from ..context import num_gpus
+    return num_gpus()
+
+
+def _unpickle(state):
+    arr = NDArray.__new__(NDArray)
+    arr.__setstate__(state)
+    return arr
+
+
+# ---------------------------------------------------------------------------------------------------------
+# dispatch helpers
+_OP_CACHE = {}
+
+
+def _op(name):
+    op = _OP_CACHE.get(name)
+    if op is None:
+        op = _OP_CACHE[name] = registry.get(name)
+    return op
+
+
+def _op_call(name, inputs, attrs):
+    """Calls a registry op with already-typed attrs (defaults filled from the schema)."""
+    op = _op(name)
+    if len(attrs) != len(op.attrs):
+        attrs = op.parse(attrs)
+    return dispatch.apply(op, inputs, attrs)
+
+
+def _binary(lhs, rhs, array_op, scalar_op):
+    """lhs <op> rhs where lhs is an NDArray: NDArray rhs -> broadcasting op, number -> scalar op."""
+    if isinstance(rhs, NDArray):
+        return dispatch.apply(_OP_CACHE.get(array_op) or _op(array_op), (lhs, rhs), _NO_ATTRS)
+    if isinstance(rhs, (int, float)) or isinstance(rhs, numbers.Number) or (
+            isinstance(rhs, np.generic) and rhs.ndim == 0):
+        return dispatch.apply(_OP_CACHE.get(scalar_op) or _op(scalar_op), (lhs,), {"scalar": float(rhs)})
+    if isinstance(rhs, np.ndarray):
+        if array_op is None:
+            return _binary_reflected_array(lhs, rhs, scalar_op)
+        return _binary(lhs, array(rhs, ctx=lhs._ctx, dtype=lhs._data.dtype), array_op, scalar_op)
+    return NotImplemented
+
+
+_NO_ATTRS = {}
+
+
+def _binary_reflected_array(lhs, rhs, scalar_op):
+    raise MXNetError(f"{scalar_op}: a numpy array on the left of an NDArray operator; convert it with "
+                     "mx.nd.array() first")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# indexing keys
+def _index_key(key):
+    """Normalizes a user's index: NDArray indices become backend integer arrays, lists become arrays."""
+    if isinstance(key, tuple):
+        return tuple(_index_part(k) for k in key)
+    return _index_part(key)
+
+
+def _index_part(k):
+    if isinstance(k, NDArray):
+        return k.asnumpy().astype(np.int64)
+    if isinstance(k, list):
+        return np.asarray(k, dtype=np.int64) if all(isinstance(i, numbers.Integral) for i in k) \
+            else np.asarray(k)
+    if isinstance(k, np.ndarray) and k.dtype.kind == "f":
+        return k.astype(np.int64)
+    return k
+
+
+def _is_basic(key):
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(isinstance(k, (numbers.Integral, slice)) or k is None or k is Ellipsis for k in parts)
+
+
+def _legacy_scalar_key(key, ndim):
+    """MXNet 1.x has no 0-d results from indexing: x[i] on 1-D (or x[i, j] on 2-D) is shape (1,)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    ints = [i for i, k in enumerate(parts) if isinstance(k, numbers.Integral)]
+    if not ints or len(ints) != ndim or any(k is None for k in parts):
+        return key
+    last = ints[-1]
+    k = int(parts[last])
+    parts = list(parts)
+    parts[last] = slice(k, k + 1) if k != -1 else slice(-1, None)
+    return tuple(parts)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# creation and interop
+def array(source_array, ctx=None, dtype=None):
+    """Creates an NDArray. float32 unless dtype is given, even from int64 numpy data (MXNet 1.x); an NDArray
+    source keeps its dtype."""
+    ctx = ctx or current_context()
+    if isinstance(source_array, NDArray):
+        dtype = source_array._data.dtype if dtype is None else dtype
+        source_array = source_array.asnumpy()
+    np_dtype = dtype_np(dtype)
+    xp = np if ctx.device_type != "gpu" else array_module(ctx)
+    try:
+        data = xp.array(source_array, dtype=np_dtype)
+    except (ValueError, TypeError) as err:
+        raise MXNetError(f"array: cannot make an array from {type(source_array).__name__}: {err}") from None
+    return _wrap(data, ctx)
+
+
+def empty(shape, ctx=None, dtype=None):
+    ctx = ctx or current_context()
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    xp = np if ctx.device_type != "gpu" else array_module(ctx)
+    return _wrap(xp.empty(shape, dtype=dtype_np(dtype)), ctx)
+
+
+def zeros_like_array(x, value=0):
+    """A constant array shaped like x (no op recorded): autograd's zero gradients."""
+    xp = np if x._ctx.device_type != "gpu" else array_module(x._ctx)
+    return _wrap(xp.full(x._data.shape, value, dtype=x._data.dtype), x._ctx)
+
+
+def ones_like_array(x, value=1):
+    return zeros_like_array(x, value)
+
+
+def from_numpy(ndarray, zero_copy=True):
+    """Wraps a numpy array (sharing memory when zero_copy and the array is C-contiguous)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise MXNetError(f"from_numpy: expected a numpy.ndarray, got {type(ndarray).__name__}")
+    data = ndarray if zero_copy and ndarray.flags.c_contiguous else np.ascontiguousarray(ndarray).copy()
+    dtype_np(data.dtype)
+    return _wrap(data, cpu())
+
+
+class _CapsuleHolder:
+    """Lets numpy/cupy's from_dlpack take a bare PyCapsule, as MXNet's from_dlpack does."""
+
+    def __init__(self, capsule, device):
+        self._capsule, self._device = capsule, device
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def to_dlpack_for_read(data):
+    return data._data.__dlpack__()
+
+
+def to_dlpack_for_write(data):
+    """A capsule through which the consumer may write (a versioned DLPack capsule, which numpy 2 imports
+    writable; older numpy has only the legacy form, which it imports writable too)."""
+    data._bump_version()
+    try:
+        return data._data.__dlpack__(max_version=(1, 0))
+    except TypeError:
+        return data._data.__dlpack__()
+
+
+def from_dlpack(dlpack):
+    """Wraps a DLPack capsule (or any object with __dlpack__) without copying."""
+    if hasattr(dlpack, "__dlpack__"):
+        return _wrap(np.from_dlpack(dlpack), cpu())
+    data = np.from_dlpack(_CapsuleHolder(dlpack, (1, 0)))
+    return _wrap(data, cpu())
+
+
+def waitall():
+    """mixnet runs synchronously: nothing is pending."""

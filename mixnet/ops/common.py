@@ -1,0 +1,73 @@
+"""Small pieces every op module shares: calling ops from gradient rules, shape inference helpers, checks."""
+import numpy as np
+
+from ..base import MXNetError
+from . import dispatch, registry
+
+
+def call(name, *inputs, **attrs):
+    """Applies a registry op from inside a gradient rule (so the rule is recorded under create_graph)."""
+    op = registry.get(name)
+    return dispatch.apply(op, inputs, op.parse(attrs) if attrs or op.attrs else {})
+
+
+def sum_to(g, shape):
+    """Sums a broadcast gradient back to an input's shape (identity when the shapes already agree)."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    return call("_sum_to", g, shape=tuple(shape))
+
+
+def same_dtype(op_name, *arrays):
+    """MXNet's binary ops need equal input dtypes: it has no type promotion for NDArray-NDArray ops."""
+    dtype = arrays[0].dtype
+    for a in arrays[1:]:
+        if a.dtype != dtype:
+            raise MXNetError(f"input dtypes must match, got {', '.join(str(x.dtype) for x in arrays)}; "
+                             "convert one with astype() first")
+
+
+def broadcast_shapes(*shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise MXNetError(f"shapes {', '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together") \
+            from None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# shape/dtype inference: infer(shapes, dtypes, **attrs) -> (out_shapes, out_dtypes)
+def infer_same(shapes, dtypes, **attrs):
+    return [tuple(shapes[0])], [dtypes[0]]
+
+
+def infer_broadcast(shapes, dtypes, **attrs):
+    if len(set(np.dtype(d) for d in dtypes)) > 1:
+        raise MXNetError(f"input dtypes must match, got {', '.join(str(np.dtype(d)) for d in dtypes)}")
+    return [broadcast_shapes(*shapes)], [dtypes[0]]
+
+
+def infer_by_running(op, shapes, dtypes, attrs):
+    """Fallback inference: runs the kernel on zero-size-strided stand-ins.
+
+    Inputs are broadcast views of a single element, so no input memory is allocated; the kernel's own checks
+    then raise exactly the errors the eager call would.
+    """
+    inputs = [np.broadcast_to(np.ones((), dtype=d), tuple(s)) for s, d in zip(shapes, dtypes)]
+    kwargs = dict(attrs)
+    if op.train_aware:
+        kwargs["is_train"] = False
+    if op.random:
+        kwargs["rng"] = np.random.default_rng(0)
+    if op.mutates:
+        inputs = [x.copy() for x in inputs]
+    out = op.kernel(np, *inputs, **kwargs)
+    outs = out if isinstance(out, tuple) else (out,)
+    return [o.shape for o in outs], [o.dtype for o in outs]
+
+
+def infer(op, shapes, dtypes, attrs):
+    """Output shapes and dtypes of `op` for the given input shapes/dtypes, from the op's declaration."""
+    if op.infer is not None:
+        return op.infer(shapes, dtypes, **attrs)
+    return infer_by_running(op, shapes, dtypes, attrs)

@@ -1,0 +1,109 @@
+"""The one door: every operator call, from nd.*, NDArray methods or gradient rules, goes through `apply`.
+
+Whether it only runs the kernel, also records onto the autograd tape, or (later) emits a graph node while
+tracing is decided here from the per-thread mode, never inside ops.
+"""
+import numpy as np
+
+from .. import config
+from .._mode import MODE
+from .._source import user_location
+from ..base import MXNetError, OpError
+from ..context import current_context
+
+# Filled in by mixnet.ndarray / mixnet.autograd at import (they sit above this layer).
+WRAP = None          # (data, ctx) -> NDArray
+RECORD = None        # (op, attrs, inputs, outputs) -> None
+RANDOM_STATE = None  # ctx -> Generator
+
+
+def describe_inputs(arrays):
+    return ", ".join(f"{tuple(a.shape)} {a.dtype}" for a in arrays) or "no inputs"
+
+
+def op_error(op, arrays, attrs, err):
+    """A clear error naming the op, its inputs' shapes and dtypes, and the user's line."""
+    where = user_location()
+    shown = {k: v for k, v in attrs.items() if k not in ("ctx",)}
+    attr_text = f" with {shown}" if shown else ""
+    msg = f"{op.name}: {err} (inputs: {describe_inputs(arrays)}{attr_text})"
+    if where:
+        msg += f"\n  at {where}"
+    return OpError(msg)
+
+
+def run_kernel(op, xp, datas, attrs, mode):
+    """Calls the kernel; any input error becomes an OpError naming the op, shapes, dtypes and user line."""
+    kwargs = attrs
+    try:
+        if op.train_aware or op.random:
+            kwargs = dict(attrs)
+            if op.train_aware:
+                kwargs["is_train"] = mode.training
+            if op.random:
+                kwargs["rng"] = RANDOM_STATE(attrs.get("ctx") or current_context())
+        return op.kernel(xp, *datas, **kwargs)
+    except OpError:
+        raise
+    except MXNetError as err:
+        raise op_error(op, datas, attrs, err) from (err if config.DEBUG_ERRORS else None)
+    except (ValueError, TypeError, IndexError, ArithmeticError, np.linalg.LinAlgError) as err:
+        raise op_error(op, datas, attrs, err) from (err if config.DEBUG_ERRORS else None)
+
+
+def _device(op, inputs, attrs):
+    """The inputs' common device (equal Context objects may be distinct instances)."""
+    ctx = inputs[0]._ctx
+    for x in inputs:
+        if x._ctx is not ctx and x._ctx != ctx:
+            raise op_error(op, [i._data for i in inputs], attrs,
+                           f"inputs are on different devices ({', '.join(str(i._ctx) for i in inputs)})")
+    return ctx
+
+
+def apply(op, inputs, attrs):
+    """Runs `op` on NDArray `inputs` with parsed `attrs`; returns an NDArray or a tuple of them.
+
+    This is the hot path of eager mode (about 2 us per small op), so it avoids helper calls on the common path.
+    """
+    mode = MODE.get()
+    if mode.tracer is not None:
+        return mode.tracer.emit(op, inputs, attrs)
+    if inputs:
+        ctx = inputs[0]._ctx
+        for x in inputs:
+            if x._ctx is not ctx:
+                ctx = _device(op, inputs, attrs)
+                break
+    else:
+        ctx = attrs.get("ctx") or current_context()
+    datas = [x._data for x in inputs]
+    if op.simple_kernel:
+        try:
+            result = op.kernel(ctx.xp, *datas, **attrs)
+        except Exception:
+            result = run_kernel(op, ctx.xp, datas, attrs, mode)   # re-run to classify and explain the error
+    else:
+        result = run_kernel(op, ctx.xp, datas, attrs, mode)
+        for i in op.mutates:
+            inputs[i]._bump_version()
+    if type(result) is not tuple:
+        out = WRAP(result, ctx)
+        if mode.recording and op.differentiable:
+            for x in inputs:
+                if x._node is not None:
+                    RECORD(op, attrs, inputs, (out,))
+                    break
+        return out
+    outputs = tuple([WRAP(r, ctx) for r in result])
+    if mode.recording and op.differentiable:
+        for x in inputs:
+            if x._node is not None:
+                RECORD(op, attrs, inputs, outputs)
+                break
+    nvis = op.num_visible
+    if nvis is None:
+        return outputs
+    if callable(nvis):
+        nvis = nvis(attrs)
+    return outputs[0] if nvis == 1 else outputs[:nvis]

@@ -1,0 +1,557 @@
+"""Indexing and gather/scatter operators: take, pick, batch_take, gather_nd, scatter_nd, one_hot, where,
+ravel/unravel, and the contrib boolean_mask, index_copy, index_array, arange_like.
+
+Index inputs are never differentiated. Float indices are truncated toward zero (MXNet casts them to int).
+Gradients scatter back through two hidden primitive pairs, each the other's gradient, so every order exists:
+`_take_along_axis` / `_put_along_axis_add` (pick, batch_take, sort, topk) and `_backward_take` (take), plus
+`_backward_gather_nd` (gather_nd, scatter_nd).
+"""
+import numpy as np
+
+from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_ctx, parse_dtype, parse_float, parse_int, \
+    parse_shape
+from .common import call, same_dtype
+from .registry import OpDef, OpTest, register
+
+
+def _as_index(xp, idx):
+    """Index data (any dtype) -> int64, truncating floats toward zero like MXNet's cast."""
+    return idx.astype(np.int64) if idx.dtype != np.int64 else idx
+
+
+def _norm_axis(axis, ndim, op="op"):
+    if not -ndim <= axis < max(ndim, 1):
+        raise ValueError(f"axis {axis} is out of range for a {ndim}-d input")
+    return axis % ndim if ndim else 0
+
+
+def _fix_mode(xp, idx, n, mode, op):
+    """MXNet's out-of-range index handling: clip to [0, n-1], wrap modulo n, or raise."""
+    if mode == "clip":
+        return xp.clip(idx, 0, max(n - 1, 0))
+    if mode == "wrap":
+        return xp.mod(idx, n) if n else idx
+    if idx.size and (bool((idx < 0).any()) or bool((idx >= n).any())):
+        raise ValueError(f"{op} operator contains indices out of bound (axis size {n})")
+    return idx
+
+
+def _zeros_like_nd(x):
+    return call("zeros_like", x)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the gather/scatter primitive pair along one axis (out-of-range indices: clip, wrap or raise, as take)
+_MODE = choice("clip", "raise", "wrap")
+
+def _take_along_axis(xp, data, index, axis, mode):
+    idx = _fix_mode(xp, _as_index(xp, index), data.shape[axis], mode, "take")
+    return xp.take_along_axis(data, idx, axis=axis)
+
+
+def _put_along_axis_add(xp, g, index, shape, axis, mode):
+    axis = axis % len(shape)
+    idx = _fix_mode(xp, _as_index(xp, index), shape[axis], mode, "take")
+    out = xp.zeros(tuple(shape), dtype=g.dtype)
+    # every position of the index array adds its gradient into out at (..., idx, ...) along `axis`
+    grids = list(xp.indices(idx.shape, sparse=True))
+    grids[axis] = idx
+    xp.add.at(out, tuple(grids), g)
+    return out
+
+
+register(OpDef(
+    name="_take_along_axis", kernel=_take_along_axis, inputs=("data", "index"), nondiff_inputs=(1,),
+    attrs={"axis": Attr(parse_int, -1), "mode": Attr(_MODE, "clip")}, hidden=True,
+    grad=lambda c, g: (call("_put_along_axis_add", g, c.inputs[1], shape=c.inputs[0].shape,
+                            axis=c.attrs["axis"], mode=c.attrs["mode"]), None),
+    test=OpTest(ref=lambda d, i, axis, mode: np.take_along_axis(d, i.astype(np.int64), axis),
+                int_inputs={1: (0, 3)},
+                cases=((((4, 3), (4, 2)), {"axis": 1}), (((3, 2, 4), (2, 2, 4)), {"axis": 0}))),
+    doc="out[..., j, ...] = data[..., index[..., j, ...], ...] along `axis` (numpy take_along_axis)."))
+register(OpDef(
+    name="_put_along_axis_add", kernel=_put_along_axis_add, inputs=("grad", "index"), nondiff_inputs=(1,),
+    attrs={"shape": Attr(parse_shape, REQUIRED), "axis": Attr(parse_int, -1), "mode": Attr(_MODE, "clip")},
+    hidden=True,
+    grad=lambda c, g: (call("_take_along_axis", g, c.inputs[1], axis=c.attrs["axis"], mode=c.attrs["mode"]),
+                       None),
+    test=OpTest(ref=lambda g, i, shape, axis, mode: _ref_put_add(g, i, shape, axis), int_inputs={1: (0, 3)},
+                cases=((((4, 5), (4, 5)), {"shape": (4, 3), "axis": 1}),
+                       (((2, 3), (2, 3)), {"shape": (3, 3), "axis": 0}))),
+    doc="Zeros of `shape`, then out[..., index[..., j, ...], ...] += grad[..., j, ...]: the inverse scatter."))
+
+
+def _ref_put_add(g, index, shape, axis):
+    out = np.zeros(shape)
+    axis %= len(shape)
+    for pos in np.ndindex(*g.shape):
+        target = list(pos)
+        target[axis] = int(index[pos])
+        out[tuple(target)] += g[pos]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# take
+def _take(xp, a, indices, axis, mode):
+    if a.ndim == 0:
+        raise ValueError("take needs an input with at least one dimension")
+    axis = _norm_axis(axis, a.ndim)
+    idx = _fix_mode(xp, _as_index(xp, indices), a.shape[axis], mode, "take")
+    return xp.take(a, idx, axis=axis)
+
+
+def _backward_take(xp, g, indices, shape, axis, mode):
+    shape = tuple(shape)
+    axis = _norm_axis(axis, len(shape))
+    idx = _fix_mode(xp, _as_index(xp, indices), shape[axis], mode, "take").reshape(-1)
+    out = xp.zeros(shape, dtype=g.dtype)
+    g = g.reshape(shape[:axis] + (idx.size,) + shape[axis + 1:])
+    xp.add.at(xp.moveaxis(out, axis, 0), idx, xp.moveaxis(g, axis, 0))
+    return out
+
+
+def _ref_take(a, indices, axis, mode):
+    axis %= a.ndim
+    n = a.shape[axis]
+    idx = np.trunc(indices).astype(np.int64)
+    idx = np.clip(idx, 0, n - 1) if mode == "clip" else idx % n
+    out = np.stack([np.take(a, int(i), axis=axis) for i in idx.reshape(-1)], axis=axis) if idx.size else \
+        np.take(a, idx.reshape(-1), axis=axis)
+    a_shape = a.shape
+    return out.reshape(a_shape[:axis] + idx.shape + a_shape[axis + 1:])
+
+
+_TAKE_ATTRS = {"axis": Attr(parse_int, 0), "mode": Attr(choice("clip", "raise", "wrap"), "clip")}
+register(OpDef(
+    name="take", kernel=_take, inputs=("a", "indices"), nondiff_inputs=(1,), attrs=_TAKE_ATTRS,
+    grad=lambda c, g: (call("_backward_take", g, c.inputs[1], shape=c.inputs[0].shape, axis=c.attrs["axis"],
+                            mode=c.attrs["mode"]), None),
+    test=OpTest(ref=_ref_take, int_inputs={1: (-2, 7)}, cases=(
+        (((5, 3), (4,)), {}), (((5, 3), (2, 3)), {"mode": "wrap"}), (((2, 6, 2), (3,)), {"axis": 1}),
+        (((2, 3, 4), (2, 2)), {"axis": -1, "mode": "wrap"}), (((4,), (6,)), {}))),
+    doc="Gathers slices of `a` along `axis` at `indices` (clip, wrap, or raise on out-of-range indices)."))
+register(OpDef(
+    name="_backward_take", kernel=_backward_take, inputs=("grad", "indices"), nondiff_inputs=(1,), hidden=True,
+    attrs={"shape": Attr(parse_shape, REQUIRED), **_TAKE_ATTRS},
+    grad=lambda c, g: (call("take", g, c.inputs[1], axis=c.attrs["axis"], mode=c.attrs["mode"]), None),
+    test=OpTest(ref=lambda g, i, shape, axis, mode: _ref_backward_take(g, i, shape, axis, mode),
+                int_inputs={1: (-2, 7)}, cases=(
+                    (((4, 3), (4,)), {"shape": (5, 3)}), (((2, 3, 2), (3,)), {"shape": (2, 6, 2), "axis": 1,
+                                                                            "mode": "wrap"}))),
+    doc="take's gradient: scatter-adds `grad` back into zeros of `shape` (repeated indices accumulate)."))
+
+
+def _ref_backward_take(g, indices, shape, axis, mode):
+    axis %= len(shape)
+    n = shape[axis]
+    idx = np.trunc(indices).astype(np.int64).reshape(-1)
+    idx = np.clip(idx, 0, n - 1) if mode == "clip" else idx % n
+    out = np.zeros(shape)
+    g = g.reshape(shape[:axis] + (idx.size,) + shape[axis + 1:])
+    for j, i in enumerate(idx):
+        src = [slice(None)] * len(shape)
+        src[axis] = j
+        dst = list(src)
+        dst[axis] = i
+        out[tuple(dst)] += g[tuple(src)]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# pick and batch_take
+def _pick_index(xp, data, index, axis, keepdims, mode):
+    if axis is None:
+        raise ValueError("axis=None is not supported by pick yet. Must specify an axis.")
+    axis = _norm_axis(axis, data.ndim)
+    want = data.shape[:axis] + (1,) + data.shape[axis + 1:]
+    idx = _as_index(xp, index)
+    if idx.size != int(np.prod(want)) or (idx.shape not in (want, data.shape[:axis] + data.shape[axis + 1:])):
+        raise ValueError(f"index shape {index.shape} does not fit data shape {data.shape} with axis={axis}")
+    idx = _fix_mode(xp, idx.reshape(want), data.shape[axis], mode, "pick")
+    return axis, idx
+
+
+def _pick(xp, data, index, axis, keepdims, mode):
+    axis, idx = _pick_index(xp, data, index, axis, keepdims, mode)
+    out = xp.take_along_axis(data, idx, axis=axis)
+    return out if keepdims else out.reshape(data.shape[:axis] + data.shape[axis + 1:])
+
+
+def _pick_grad(c, g):
+    data, index = c.inputs
+    axis = c.attrs["axis"] % data.ndim
+    want = data.shape[:axis] + (1,) + data.shape[axis + 1:]
+    idx = call("Reshape", index, shape=want)
+    gg = call("Reshape", g, shape=want)
+    return call("_put_along_axis_add", gg, idx, shape=data.shape, axis=axis, mode=c.attrs["mode"]), None
+
+
+def _ref_pick(data, index, axis, keepdims, mode):
+    axis %= data.ndim
+    n = data.shape[axis]
+    rest = data.shape[:axis] + data.shape[axis + 1:]
+    index = index.reshape(rest)
+    out = np.empty(rest, dtype=data.dtype)
+    for pos in np.ndindex(*rest):
+        i = int(index[pos])
+        i = min(max(i, 0), n - 1) if mode == "clip" else i % n
+        out[pos] = data[pos[:axis] + (i,) + pos[axis:]]
+    return np.expand_dims(out, axis) if keepdims else out
+
+
+register(OpDef(
+    name="pick", kernel=_pick, inputs=("data", "index"), nondiff_inputs=(1,),
+    attrs={"axis": Attr(optional(parse_int), -1), "keepdims": Attr(parse_bool, False),
+           "mode": Attr(choice("clip", "wrap"), "clip")},
+    grad=_pick_grad,
+    test=OpTest(ref=_ref_pick, int_inputs={1: (-1, 5)}, cases=(
+        (((3, 4), (3,)), {}), (((3, 4), (4,)), {"axis": 0, "mode": "wrap"}),
+        (((2, 3, 4), (2, 4)), {"axis": 1, "keepdims": True}), (((2, 3), (2, 1)), {"axis": 1}))),
+    doc="Picks one element per position along `axis`: out[i] = data[i, index[i]] for axis=-1 on 2-d data."))
+
+
+def _batch_take(xp, a, indices):
+    if a.ndim < 1:
+        raise ValueError("batch_take needs an input with at least one dimension")
+    if indices.dtype.kind not in "iu":
+        raise ValueError(f"batch_take needs integer indices (int32), got {indices.dtype}")
+    m = a.shape[-1]
+    flat = a.reshape(-1, m)
+    idx = _as_index(xp, indices).reshape(-1)
+    if idx.size != flat.shape[0]:
+        raise ValueError(f"batch_take: {idx.size} indices for {flat.shape[0]} rows of {a.shape}")
+    idx = xp.clip(idx, 0, m - 1)
+    return flat[xp.arange(flat.shape[0]), idx].reshape(indices.shape)
+
+
+def _batch_take_grad(c, g):
+    a, indices = c.inputs
+    m = a.shape[-1]
+    rows = a.size // m if m else 0
+    idx = call("Reshape", indices, shape=(rows, 1))
+    out = call("_put_along_axis_add", call("Reshape", g, shape=(rows, 1)), idx, shape=(rows, m), axis=1,
+               mode="clip")
+    return call("Reshape", out, shape=a.shape), None
+
+
+register(OpDef(
+    name="batch_take", kernel=_batch_take, inputs=("a", "indices"), nondiff_inputs=(1,), grad=_batch_take_grad,
+    test=OpTest(ref=lambda a, i: np.array([row[min(max(int(k), 0), a.shape[-1] - 1)] for row, k in
+                                           zip(a.reshape(-1, a.shape[-1]), i.reshape(-1))],
+                                          dtype=a.dtype).reshape(i.shape),
+                int_inputs={1: (-1, 5, "int32")},
+                cases=((((3, 4), (3,)), {}), (((2, 3, 4), (6,)), {}))),
+    doc="out[i] = a[i, indices[i]] (indices clipped), with `a` seen as (-1, a.shape[-1])."))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# gather_nd / scatter_nd
+def _nd_key(xp, data_shape, indices, op):
+    idx = _as_index(xp, indices)
+    if idx.ndim < 1:
+        raise ValueError(f"{op}: indices need at least one dimension")
+    m = idx.shape[0]
+    if m > len(data_shape):
+        raise ValueError(f"{op}: indices.shape[0]={m} exceeds the data's {len(data_shape)} dimensions")
+    for k in range(m):
+        n = data_shape[k]
+        if idx[k].size and (bool((idx[k] >= n).any()) or bool((idx[k] < -n).any())):
+            raise IndexError(f"index {int(idx[k].max())} is out of bounds for axis {k} with size {n}")
+    return tuple(idx[k] for k in range(m))
+
+
+def _gather_nd(xp, data, indices):
+    return data[_nd_key(xp, data.shape, indices, "gather_nd")]
+
+
+def _backward_gather_nd(xp, g, indices, shape):
+    out = xp.zeros(tuple(shape), dtype=g.dtype)
+    xp.add.at(out, _nd_key(xp, tuple(shape), indices, "gather_nd"), g)
+    return out
+
+
+def _scatter_nd(xp, data, indices, shape):
+    shape = tuple(shape)
+    key = _nd_key(xp, shape, indices, "scatter_nd")
+    want = indices.shape[1:] + shape[indices.shape[0]:]
+    if data.shape != want:
+        raise ValueError(f"scatter_nd: data shape {data.shape} does not fit indices {indices.shape} and shape "
+                         f"{shape} (expected {want})")
+    out = xp.zeros(shape, dtype=data.dtype)
+    out[key] = data
+    return out
+
+
+def _ref_gather_nd(data, indices):
+    idx = indices.astype(np.int64)
+    m = idx.shape[0]
+    out = np.empty(idx.shape[1:] + data.shape[m:], dtype=data.dtype)
+    for pos in np.ndindex(*idx.shape[1:]):
+        out[pos] = data[tuple(int(idx[(k,) + pos]) for k in range(m))]
+    return out
+
+
+def _ref_scatter_nd(data, indices, shape):
+    idx = indices.astype(np.int64)
+    m = idx.shape[0]
+    out = np.zeros(shape, dtype=data.dtype)
+    for pos in np.ndindex(*idx.shape[1:]):
+        out[tuple(int(idx[(k,) + pos]) for k in range(m))] = data[pos]
+    return out
+
+
+register(OpDef(
+    name="gather_nd", kernel=_gather_nd, inputs=("data", "indices"), nondiff_inputs=(1,),
+    grad=lambda c, g: (call("_backward_gather_nd", g, c.inputs[1], shape=c.inputs[0].shape), None),
+    test=OpTest(ref=_ref_gather_nd, int_inputs={1: (0, 3)}, cases=(
+        (((3, 4), (2, 5)), {}), (((3, 3, 2), (1, 4)), {}), (((3, 3, 2), (2, 2, 2)), {}))),
+    doc="out[y...] = data[indices[0, y...], indices[1, y...], ...]: the first axis of indices indexes data."))
+register(OpDef(
+    name="_backward_gather_nd", kernel=_backward_gather_nd, inputs=("data", "indices"), nondiff_inputs=(1,),
+    attrs={"shape": Attr(parse_shape, REQUIRED)}, hidden=True,
+    grad=lambda c, g: (call("gather_nd", g, c.inputs[1]), None),
+    test=OpTest(ref=lambda g, i, shape: _ref_backward_gather_nd(g, i, shape), int_inputs={1: (0, 3)}, cases=(
+        (((5,), (2, 5)), {"shape": (3, 4)}), (((4, 3, 2), (1, 4)), {"shape": (3, 3, 2)}))),
+    doc="gather_nd's gradient: scatter_nd that accumulates repeated indices."))
+
+
+def _ref_backward_gather_nd(g, indices, shape):
+    idx = indices.astype(np.int64)
+    m = idx.shape[0]
+    out = np.zeros(shape)
+    for pos in np.ndindex(*idx.shape[1:]):
+        out[tuple(int(idx[(k,) + pos]) for k in range(m))] += g[pos]
+    return out
+
+
+register(OpDef(
+    name="scatter_nd", kernel=_scatter_nd, inputs=("data", "indices"), nondiff_inputs=(1,),
+    attrs={"shape": Attr(parse_shape, REQUIRED)},
+    grad=lambda c, g: (call("gather_nd", g, c.inputs[1]), None),
+    # unique indices (repeated ones are undefined in MXNet): an arange-like index set per case
+    test=OpTest(ref=_ref_scatter_nd, int_inputs={1: (0, 3)}, cases=(
+        (((1,), (2, 1)), {"shape": (3, 4)}), (((1, 2), (1, 1)), {"shape": (4, 2)}),
+        (((1, 4), (2, 1)), {"shape": (3, 3, 4)}))),
+    doc="Zeros of `shape` with data written at the positions of indices (gather_nd's inverse)."))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# one_hot, where
+def _one_hot(xp, indices, depth, on_value, off_value, dtype):
+    idx = _as_index(xp, indices)
+    eq = idx[..., None] == xp.arange(depth)
+    return xp.where(eq, xp.asarray(on_value).astype(dtype), xp.asarray(off_value).astype(dtype)).astype(dtype)
+
+
+def _ref_one_hot(indices, depth, on_value, off_value, dtype):
+    out = np.full(indices.shape + (depth,), off_value, dtype=np.float64)
+    for pos in np.ndindex(*indices.shape):
+        i = int(indices[pos])
+        if 0 <= i < depth:
+            out[pos + (i,)] = on_value
+    return out.astype(dtype)
+
+
+register(OpDef(
+    name="one_hot", kernel=_one_hot, inputs=("indices",), differentiable=False,
+    attrs={"depth": Attr(parse_int, REQUIRED), "on_value": Attr(parse_float, 1.0),
+           "off_value": Attr(parse_float, 0.0), "dtype": Attr(parse_dtype, np.dtype(np.float32))},
+    test=OpTest(ref=_ref_one_hot, int_inputs={0: (-1, 6)}, grad=False, grad2=False, cases=(
+        (((4,),), {"depth": 5}), (((2, 3),), {"depth": 4, "on_value": 8, "off_value": -1, "dtype": "int32"}),
+        (((0,),), {"depth": 3}))),
+    doc="One-hot rows of length `depth` (indices outside [0, depth) give all off_value)."))
+
+
+def _where(xp, condition, x, y):
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same shape, got {x.shape} and {y.shape}")
+    same_dtype("where", x, y)
+    if condition.shape != x.shape:
+        if condition.ndim == 1 and x.ndim >= 1 and condition.shape[0] == x.shape[0]:
+            condition = condition.reshape(condition.shape + (1,) * (x.ndim - 1))
+        else:
+            raise ValueError(f"condition shape {condition.shape} must equal x's {x.shape} or be 1-d of "
+                             f"length x.shape[0]")
+    return xp.where(condition != 0, x, y)
+
+
+def _where_grad(c, g):
+    cond = c.inputs[0]
+    zero = call("zeros_like", g)
+    return None, call("where", cond, g, zero), call("where", cond, zero, g)
+
+
+def _ref_where(cond, x, y):
+    if cond.shape != x.shape:
+        cond = cond.reshape(cond.shape + (1,) * (x.ndim - 1))
+    out = x.copy()
+    for pos in np.ndindex(*x.shape):
+        c = cond[tuple(p if s > 1 else 0 for p, s in zip(pos, cond.shape))]
+        out[pos] = x[pos] if c != 0 else y[pos]
+    return out
+
+
+register(OpDef(
+    name="where", kernel=_where, inputs=("condition", "x", "y"), nondiff_inputs=(0,), grad=_where_grad,
+    test=OpTest(ref=_ref_where, int_inputs={0: (0, 2)}, cases=(
+        (((3, 4), (3, 4), (3, 4)), {}), (((3,), (3, 2, 2), (3, 2, 2)), {}), (((0,), (0,), (0,)), {}))),
+    doc="x where condition is non-zero, else y; condition has x's shape or is 1-d over x's first axis."))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ravel_multi_index / unravel_index
+def _ravel(xp, data, shape):
+    if shape is None:
+        raise ValueError("shape is required")
+    if data.ndim < 1 or data.shape[0] != len(shape):
+        raise ValueError(f"data.shape[0] must equal len(shape)={len(shape)}, got data shape {data.shape}")
+    idx = _as_index(xp, data)
+    out = xp.zeros(data.shape[1:], dtype=np.int64)
+    for k, n in enumerate(shape):
+        out = out * n + idx[k]
+    return out.astype(data.dtype)
+
+
+def _unravel(xp, data, shape):
+    if not shape:
+        raise ValueError("shape is required")
+    idx = _as_index(xp, data)
+    parts = []
+    for n in reversed(shape[1:]):
+        parts.append(idx % n)
+        idx = idx // n
+    parts.append(idx % shape[0] if shape and shape[0] > 0 else idx)
+    return xp.stack(parts[::-1]).astype(data.dtype)
+
+
+def _ref_unravel(data, shape):
+    shape = tuple(shape)
+    if shape[0] <= 0:
+        shape = (np.iinfo(np.int32).max,) + shape[1:]
+    return np.array(np.unravel_index(data.astype(np.int64), shape)).astype(data.dtype)
+
+
+register(OpDef(
+    name="_ravel_multi_index", kernel=_ravel, aliases=("ravel_multi_index",), differentiable=False,
+    attrs={"shape": Attr(optional(parse_shape), None)},
+    test=OpTest(ref=lambda d, shape: np.ravel_multi_index(d.astype(np.int64), shape).astype(d.dtype),
+                int_inputs={0: (0, 4)}, grad=False, grad2=False,
+                cases=((((2, 5),), {"shape": (4, 6)}), (((3, 2, 2),), {"shape": (5, 4, 7)}))),
+    doc="Flat indices from a (ndim, ...) array of coordinates into an array of `shape`."))
+register(OpDef(
+    name="_unravel_index", kernel=_unravel, aliases=("unravel_index",), differentiable=False,
+    attrs={"shape": Attr(optional(parse_shape), None)},
+    test=OpTest(ref=_ref_unravel, int_inputs={0: (0, 24)}, grad=False, grad2=False,
+                cases=((((5,),), {"shape": (4, 6)}), (((2, 3),), {"shape": (2, 3, 4)}),
+                       (((4,),), {"shape": (-1, 6)}))),
+    doc="Coordinates (ndim, ...) of flat indices into an array of `shape` (the first dimension may be -1)."))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# contrib
+def _boolean_mask(xp, data, index, axis):
+    if axis != 0:
+        raise ValueError(f"boolean_mask supports axis=0 only (got axis={axis}), as MXNet")
+    if index.ndim != 1 or data.ndim < 1 or index.shape[0] != data.shape[0]:
+        raise ValueError(f"index must be 1-d with length data.shape[0]={data.shape[0] if data.ndim else None}, "
+                         f"got shape {index.shape}")
+    return data[index != 0]
+
+
+def _boolean_mask_grad(c, g):
+    data, index = c.inputs
+    rows = np.nonzero(index.asnumpy() != 0)[0]
+    return call("_getitem_backward", g, shape=data.shape, key=(rows,)), None
+
+
+register(OpDef(
+    name="_contrib_boolean_mask", kernel=_boolean_mask, inputs=("data", "index"), nondiff_inputs=(1,),
+    attrs={"axis": Attr(parse_int, 0)}, grad=_boolean_mask_grad,
+    test=OpTest(ref=lambda d, i, axis: np.stack([r for r, k in zip(d, i) if k != 0]) if (i != 0).any()
+                else d[:0], int_inputs={1: (0, 2)}, cases=(
+                    (((5, 3), (5,)), {}), (((4,), (4,)), {}), (((6, 2, 2), (6,)), {}))),
+    doc="The rows of data (along axis 0) whose index entry is non-zero."))
+
+
+def _index_copy(xp, old, index, new):
+    same_dtype("_contrib_index_copy", old, new)
+    idx = _as_index(xp, index)
+    if idx.ndim != 1 or new.shape != (idx.shape[0],) + old.shape[1:]:
+        raise ValueError(f"new_tensor shape {new.shape} must be (len(index_vector),) + old_tensor.shape[1:] "
+                         f"= {(idx.shape[0],) + old.shape[1:] if idx.ndim == 1 else '?'}")
+    n = old.shape[0]
+    if idx.size and (bool((idx < 0).any()) or bool((idx >= n).any())):
+        raise ValueError(f"index_vector has entries outside [0, {n})")
+    out = old.copy()
+    out[idx] = new
+    return out
+
+
+def _index_copy_grad(c, g):
+    old, index, new = c.inputs
+    return (call("_contrib_index_copy", g, index, call("zeros_like", new)), None,
+            call("take", g, index, axis=0))
+
+
+def _ref_index_copy(old, index, new):
+    out = old.copy()
+    for j, i in enumerate(index.astype(np.int64)):
+        out[i] = new[j]
+    return out
+
+
+register(OpDef(
+    name="_contrib_index_copy", kernel=_index_copy, inputs=("old_tensor", "index_vector", "new_tensor"),
+    nondiff_inputs=(1,), grad=_index_copy_grad,
+    test=OpTest(ref=_ref_index_copy, int_inputs={1: (0, 4)}, cases=(
+        (((5, 3), (1,), (1, 3)), {}), (((4,), (1,), (1,)), {}))),
+    doc="A copy of old_tensor with rows index_vector[j] replaced by new_tensor[j]."))
+
+
+def _index_array(xp, data, axes):
+    axes = tuple(range(data.ndim)) if axes is None else tuple(a % data.ndim for a in axes)
+    grids = xp.indices(data.shape, dtype=np.int64) if data.ndim else xp.zeros((0,), dtype=np.int64)
+    return xp.stack([grids[a] for a in axes], axis=-1) if axes else \
+        xp.zeros(data.shape + (0,), dtype=np.int64)
+
+
+def _ref_index_array(data, axes):
+    axes = list(range(data.ndim)) if axes is None else [a % data.ndim for a in axes]
+    out = np.zeros(data.shape + (len(axes),), dtype=np.int64)
+    for pos in np.ndindex(*data.shape):
+        out[pos] = [pos[a] for a in axes]
+    return out
+
+
+register(OpDef(
+    name="_contrib_index_array", kernel=_index_array, differentiable=False,
+    attrs={"axes": Attr(optional(parse_shape), None)},
+    test=OpTest(ref=_ref_index_array, grad=False, grad2=False, cases=(
+        (((2, 3),), {}), (((2, 3, 4),), {"axes": (1,)}), (((2, 3, 4),), {"axes": (-1, 0)}))),
+    doc="int64 coordinates of every element: shape data.shape + (len(axes),)."))
+
+
+def _arange_like(xp, data, start, step, repeat, ctx, axis):
+    if repeat < 1:
+        raise ValueError(f"repeat must be positive, got {repeat}")
+    n = data.size if axis is None else data.shape[_norm_axis(axis, data.ndim)]
+    vals = start + step * (xp.arange(n, dtype=np.float64) // repeat)
+    out = vals.astype(data.dtype)
+    return out.reshape(data.shape) if axis is None else out
+
+
+def _ref_arange_like(data, start, step, repeat, ctx, axis):
+    n = data.size if axis is None else data.shape[axis]
+    out = np.array([start + step * (i // repeat) for i in range(n)]).astype(data.dtype)
+    return out.reshape(data.shape) if axis is None else out
+
+
+register(OpDef(
+    name="_contrib_arange_like", kernel=_arange_like, differentiable=False,
+    attrs={"start": Attr(parse_float, 0.0), "step": Attr(parse_float, 1.0), "repeat": Attr(parse_int, 1),
+           "ctx": Attr(parse_ctx, None), "axis": Attr(optional(parse_int), None)},
+    test=OpTest(ref=_ref_arange_like, grad=False, grad2=False, cases=(
+        (((2, 3),), {}), (((2, 3),), {"start": 1, "step": 2, "repeat": 2, "axis": 1}),
+        (((5,),), {"repeat": 2}), (((2, 4),), {"axis": -1, "step": 0.5}))),
+    doc="start, start+step, ... (each repeated `repeat` times) shaped like data, or along `axis` only."))

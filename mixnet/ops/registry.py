@@ -1,0 +1,118 @@
+"""The operator registry: every op is declared once, here, and everything else reads the declaration.
+
+`nd.*` functions and NDArray methods, autograd, the generated tests — and later tracing, the symbol JSON and
+fusion — all come from the `OpDef` table. See DESIGN.md, "The operator registry is the single source of truth".
+"""
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from ..base import MXNetError
+from .attrs import parse_attrs
+
+__all__ = ["OpDef", "OpTest", "register", "get", "all_ops", "find"]
+
+
+@dataclass(frozen=True)
+class OpTest:
+    """How the generated tests exercise an op (tests/ops/ reads this; mixnet itself never does).
+
+    cases: explicit examples, each `(input_shapes, attrs)`; recipe: a named family of hypothesis-drawn shapes
+    (see tests/ops/recipes.py) combined with `recipe_attrs`; ref: an independent numpy reference
+    `ref(*numpy_inputs, **attrs)`; domain: (low, high) for float inputs; int_inputs: {input index: (low, high)}
+    for index/label inputs (drawn as integers, never differentiated).
+    """
+    ref: Optional[Callable] = None
+    cases: tuple = ()
+    recipe: Optional[str] = None
+    recipe_attrs: tuple = ({},)
+    domain: tuple = (-2.0, 2.0)
+    int_inputs: dict = field(default_factory=dict)
+    grad: bool = True
+    grad2: bool = True
+    rtol: float = 1e-4
+    atol: float = 1e-5
+    grad_rtol: float = 1e-2
+    grad_atol: float = 1e-3
+    dtype: str = "float32"
+    random: bool = False           # output is random: forward compares statistics, not values
+
+
+@dataclass(eq=False)
+class OpDef:
+    """One operator.
+
+    kernel(xp, *arrays, **attrs) computes outputs from numpy/cupy arrays (xp is the array module).
+    grad(ctx, *out_grads) returns one gradient (an NDArray or None) per input, written with mixnet ops so it
+    is itself differentiable; ctx has .inputs, .outputs, .attrs (and .op).
+    infer(shapes, dtypes, **attrs) -> (out_shapes, out_dtypes), used to explain errors and (later) to trace.
+    scalar: for elementwise ops, the expression template the fusion code generator renders ({0}, {1} = inputs).
+    """
+    name: str
+    kernel: Callable
+    inputs: Any = ("data",)                  # names; a callable(attrs) -> names for optional inputs
+    attrs: dict = field(default_factory=dict)
+    grad: Optional[Callable] = None
+    infer: Optional[Callable] = None
+    num_outputs: Any = 1                     # int or callable(attrs)
+    num_visible: Any = None                  # outputs the user sees (Dropout hides its mask); None = all
+    aliases: tuple = ()
+    variadic: bool = False                   # every positional array is an input (concat, add_n, stack)
+    kind: str = "other"                      # 'unary', 'binary', 'broadcast', 'scalar', 'reduce', 'other'
+    scalar: Optional[str] = None
+    differentiable: bool = True              # False: outputs are constants to autograd (comparisons, argmax)
+    nondiff_inputs: tuple = ()               # input indices that never get a gradient (indices, labels)
+    mutates: tuple = ()                      # input indices updated in place (BatchNorm's running stats)
+    train_aware: bool = False                # kernel takes is_train= (Dropout, BatchNorm)
+    random: bool = False                     # kernel takes rng= (a numpy/cupy Generator)
+    creates: bool = False                    # no array inputs; takes ctx= and makes a new array
+    hidden: bool = False                     # not exported as nd.<name> (internal helpers such as _sum_to)
+    test: Optional[OpTest] = None
+    doc: str = ""
+
+    def __post_init__(self):
+        # The dispatcher's fast path: the kernel needs nothing beyond arrays and attributes.
+        self.simple_kernel = not (self.train_aware or self.random or self.mutates)
+
+    def input_names(self, attrs):
+        return self.inputs(attrs) if callable(self.inputs) else self.inputs
+
+    def n_outputs(self, attrs):
+        return self.num_outputs(attrs) if callable(self.num_outputs) else self.num_outputs
+
+    def n_visible(self, attrs):
+        if self.num_visible is None:
+            return self.n_outputs(attrs)
+        return self.num_visible(attrs) if callable(self.num_visible) else self.num_visible
+
+    def parse(self, given):
+        """User/JSON attributes -> a complete, typed attribute dict (defaults filled in)."""
+        return parse_attrs(self.name, self.attrs, given)
+
+
+_OPS = {}          # name or alias -> OpDef
+_PRIMARY = {}      # name -> OpDef, declaration order
+
+
+def register(op):
+    for name in (op.name,) + tuple(op.aliases):
+        if name in _OPS:
+            raise MXNetError(f"operator {name!r} is declared twice")
+        _OPS[name] = op
+    _PRIMARY[op.name] = op
+    return op
+
+
+def get(name):
+    try:
+        return _OPS[name]
+    except KeyError:
+        raise MXNetError(f"unknown operator {name!r}") from None
+
+
+def find(name):
+    return _OPS.get(name)
+
+
+def all_ops():
+    """Each op once, in declaration order."""
+    return list(_PRIMARY.values())

@@ -1,0 +1,40 @@
+"""`mx.random`: seeding and per-device random state (numpy Generators; cupy's on GPUs)."""
+import numpy as np
+
+from .context import Context
+from .ops import dispatch
+
+_STATES = {}
+_BASE_SEED = [None]
+
+
+def _state(ctx):
+    """The Generator of a device, created on first use (from the last seed, or from entropy)."""
+    gen = _STATES.get(ctx)
+    if gen is None:
+        seed = None if _BASE_SEED[0] is None else (_BASE_SEED[0], ctx.device_typeid, ctx.device_id)
+        gen = _STATES[ctx] = np.random.default_rng(seed)
+    return gen
+
+
+dispatch.RANDOM_STATE = _state
+
+
+def seed(seed_state, ctx="all"):
+    """Seeds the random number generators: of every device (ctx='all') or of one."""
+    seed_state = int(seed_state)
+    if ctx == "all":
+        _BASE_SEED[0] = seed_state
+        _STATES.clear()
+        return
+    ctx = Context(ctx)
+    _STATES[ctx] = np.random.default_rng((seed_state, ctx.device_typeid, ctx.device_id))
+
+
+def __getattr__(name):
+    # mx.random.uniform & co. are the nd.random functions (imported lazily: ndarray sits above this module).
+    from .ndarray import random as nd_random
+    try:
+        return getattr(nd_random, name)
+    except AttributeError:
+        raise AttributeError(f"module 'mixnet.random' has no attribute {name!r}") from None

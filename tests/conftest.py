@@ -1,0 +1,20 @@
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+# A fixed example budget, derandomized, so the suite is fast and CI is reproducible.
+settings.register_profile("ci", max_examples=6, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("dev", max_examples=25, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile(os.environ.get("MIXNET_HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    import mixnet as mx
+    np.random.seed(0)
+    mx.random.seed(0)
+    yield
