@@ -19,3 +19,7 @@ from . import autograd  # noqa: F401
 from . import random  # noqa: F401
 from . import name, attribute, util, runtime  # noqa: F401
 from . import test_utils  # noqa: F401
+from . import initializer  # noqa: F401
+from . import initializer as init  # noqa: F401
+from . import metric, lr_scheduler  # noqa: F401
+from . import gluon  # noqa: F401

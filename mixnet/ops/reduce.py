@@ -21,7 +21,7 @@ Gradients (all written with mixnet ops, so they differentiate again):
 """
 import numpy as np
 
-from .attrs import Attr, REQUIRED, optional, parse_axis, parse_bool, parse_dtype, parse_int
+from .attrs import Attr, optional, parse_axis, parse_bool, parse_dtype, parse_int
 from .common import call
 from .registry import OpDef, OpTest, register
 
@@ -182,7 +182,7 @@ def prod_others(x, y_b, axes):
     at most one zero."""
     zero = x == 0                                          # constant masks
     nonzero = 1 - zero
-    x_safe = x + zero                                      # zeros -> 1, differentiable in x
+    x_safe = x * nonzero + zero                            # zeros -> the constant 1 (no dependence on them)
     from_div = y_b / x_safe                                # right where x != 0 (y is 0 if another element is 0)
     # where x is zero: the product of the others = prod(x with zeros -> 1), if it is the group's only zero
     nzeros = call("sum", zero, axis=axes, keepdims=True)

@@ -1,0 +1,369 @@
+"""gluon.loss: the MXNet 1.x loss functions, as HybridBlocks (named `l2loss0_`, `softmaxcrossentropyloss0_`...).
+
+Every loss returns one value per sample: `hybrid_forward(F, pred, label, sample_weight=None)` computes the
+elementwise loss, multiplies it by `sample_weight` (broadcast) and by the scalar `weight`, then averages over every
+axis except `batch_axis`. Exceptions, as in MXNet: `CTCLoss` and `CosineEmbeddingLoss` return the per-sample loss
+as the underlying computation gives it (no averaging), `TripletLoss` sums over the non-batch axes, and
+`PoissonNLLLoss` returns the mean over *all* elements (shape (1,)).
+
+Deliberate differences from MXNet 1.9.1 (see docs/compatibility.md):
+* `L2Loss(weight=None)` means "no scalar weight" (MXNet raises a TypeError computing `None / 2`).
+* `PoissonNLLLoss(compute_full=True)` adds the Stirling term only where target > 1, and gives 0 elsewhere;
+  MXNet multiplies `0 * log(0)` by a mask and returns NaN for any zero target.
+* Losses also accept their inputs as keyword arguments with sample_weight etc. (`loss(pred=p, label=l)`), which
+  MXNet 1.x's `Block.__call__` rejects.
+"""
+import math
+from numbers import Number
+
+from ..base import MXNetError
+from .block import HybridBlock
+
+__all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
+           "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "KLDivLoss", "CTCLoss", "HuberLoss", "HingeLoss",
+           "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "PoissonNLLLoss", "CosineEmbeddingLoss", "SDMLLoss"]
+
+
+def _apply_weighting(F, loss, weight=None, sample_weight=None):
+    """loss * sample_weight (broadcast) * weight (a Python number)."""
+    if sample_weight is not None:
+        loss = F.broadcast_mul(loss, sample_weight)
+    if weight is not None:
+        if not isinstance(weight, Number):
+            raise MXNetError(f"loss weight must be a number, got {type(weight).__name__}")
+        loss = loss * weight
+    return loss
+
+
+def _reshape_like(F, x, y):
+    """x with y's shape (same number of elements): labels given as (N,) for predictions (N, 1) etc."""
+    if tuple(x.shape) == tuple(y.shape):
+        return x
+    return F.reshape_like(x, y)
+
+
+def _batch_mean(F, loss, batch_axis):
+    return F.mean(loss, axis=batch_axis, exclude=True)
+
+
+def _softrelu(F, x):
+    """log(1 + exp(x)); used on -|x| only, where it cannot overflow."""
+    return F.log1p(F.exp(x))
+
+
+def _log_softmax(F, x, axis):
+    log_softmax = getattr(F, "log_softmax", None)
+    if log_softmax is not None:
+        return log_softmax(x, axis=axis)
+    # Composite fallback: x - max - log(sum(exp(x - max))); the max is a constant to autograd (its terms cancel).
+    shifted = F.broadcast_sub(x, F.stop_gradient(F.max(x, axis=axis, keepdims=True)))
+    return F.broadcast_sub(shifted, F.log(F.sum(F.exp(shifted), axis=axis, keepdims=True)))
+
+
+class Loss(HybridBlock):
+    """Base class of the losses. `weight`: a global scalar weight (None for none); `batch_axis`: the axis that
+    indexes samples (the output keeps it; every other axis is averaged)."""
+
+    def __init__(self, weight, batch_axis, **kwargs):
+        super().__init__(**kwargs)
+        self._weight = weight
+        self._batch_axis = batch_axis
+
+    def __repr__(self):
+        return f"{type(self).__name__}(batch_axis={self._batch_axis}, w={self._weight})"
+
+    def forward(self, *args, **kwargs):
+        from .. import ndarray as F
+        return self.hybrid_forward(F, *args, **kwargs)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError
+
+
+class L2Loss(Loss):
+    """0.5 * weight * (pred - label)^2, averaged over the non-batch axes."""
+
+    def __init__(self, weight=1.0, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        loss = F.square(label - pred)
+        loss = _apply_weighting(F, loss, 0.5 if self._weight is None else self._weight / 2, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class L1Loss(Loss):
+    """weight * |pred - label|, averaged over the non-batch axes."""
+
+    def __init__(self, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        loss = F.abs(label - pred)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class SigmoidBinaryCrossEntropyLoss(Loss):
+    """Binary cross-entropy. With from_sigmoid=False (default) `pred` are logits and the stable form
+    max(x, 0) - x*z + log(1 + exp(-|x|)) is used; `pos_weight` (broadcast against label) weights the positive
+    term: x - x*z + (1 + (pos_weight - 1)*z) * (log(1 + exp(-|x|)) + max(-x, 0)).
+    With from_sigmoid=True `pred` are probabilities: -(z*log(p + 1e-12)*pos_weight + (1-z)*log(1 - p + 1e-12))."""
+
+    def __init__(self, from_sigmoid=False, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_sigmoid = from_sigmoid
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None, pos_weight=None):
+        label = _reshape_like(F, label, pred)
+        if not self._from_sigmoid:
+            if pos_weight is None:
+                loss = F.relu(pred) - pred * label + _softrelu(F, -F.abs(pred))
+            else:
+                log_weight = 1 + F.broadcast_mul(pos_weight - 1, label)
+                loss = pred - pred * label + log_weight * (_softrelu(F, -F.abs(pred)) + F.relu(-pred))
+        else:
+            eps = 1e-12
+            if pos_weight is None:
+                loss = -(F.log(pred + eps) * label + F.log(1.0 - pred + eps) * (1.0 - label))
+            else:
+                loss = -(F.broadcast_mul(F.log(pred + eps) * label, pos_weight)
+                         + F.log(1.0 - pred + eps) * (1.0 - label))
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
+
+
+class SoftmaxCrossEntropyLoss(Loss):
+    """Softmax cross-entropy along `axis`. sparse_label=True: `label` holds class indices (shape of pred without
+    `axis`, or with it as 1); False: `label` is a distribution shaped like pred. from_logits=True: `pred` is
+    already a log-softmax."""
+
+    def __init__(self, axis=-1, sparse_label=True, from_logits=False, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._axis = axis
+        self._sparse_label = sparse_label
+        self._from_logits = from_logits
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if not self._from_logits:
+            pred = _log_softmax(F, pred, self._axis)
+        if self._sparse_label:
+            loss = -F.pick(pred, label, axis=self._axis, keepdims=True)
+        else:
+            label = _reshape_like(F, label, pred)
+            loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+SoftmaxCELoss = SoftmaxCrossEntropyLoss
+
+
+class KLDivLoss(Loss):
+    """label * (log(label + 1e-12) - pred), averaged. from_logits=True (default): `pred` is a log-probability;
+    False: a log_softmax along `axis` is applied first."""
+
+    def __init__(self, from_logits=True, axis=-1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._axis = axis
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if not self._from_logits:
+            pred = _log_softmax(F, pred, self._axis)
+        loss = label * (F.log(label + 1e-12) - pred)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class CTCLoss(Loss):
+    """Connectionist Temporal Classification loss (the negative log-likelihood of each label sequence).
+
+    layout: 'NTC' or 'TNC' for `pred` (unnormalized scores; a softmax over C is applied inside); label_layout:
+    'NT' or 'TN'. Labels are class indices 0..C-2: the blank is the last class (C-1, MXNet's blank_label='last'),
+    and label sequences are padded with -1 unless `label_lengths` is given. `pred_lengths` / `label_lengths` give
+    each sample's valid lengths. Returns one loss per sample, shape (N,); no averaging."""
+
+    def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
+        if layout not in ("NTC", "TNC"):
+            raise MXNetError(f"CTCLoss: only 'TNC' and 'NTC' layouts for pred are supported, got {layout!r}")
+        if label_layout not in ("NT", "TN"):
+            raise MXNetError(f"CTCLoss: only 'NT' and 'TN' layouts for label are supported, got {label_layout!r}")
+        self._layout = layout
+        self._label_layout = label_layout
+        batch_axis = label_layout.find("N")
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None, sample_weight=None):
+        if self._layout == "NTC":
+            pred = F.swapaxes(pred, 0, 1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, 0, 1)
+        args = [pred, label]
+        if pred_lengths is not None:
+            args.append(pred_lengths)
+        if label_lengths is not None:
+            args.append(label_lengths)
+        loss = F.CTCLoss(*args, use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label="last")
+        return _apply_weighting(F, loss, self._weight, sample_weight)
+
+
+class HuberLoss(Loss):
+    """Smoothed L1: 0.5/rho * d^2 where |d| <= rho, |d| - 0.5*rho elsewhere (d = pred - label), averaged."""
+
+    def __init__(self, rho=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._rho = rho
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        loss = F.abs(label - pred)
+        loss = F.where(loss > self._rho, loss - 0.5 * self._rho, (0.5 / self._rho) * F.square(loss))
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class HingeLoss(Loss):
+    """max(0, margin - pred * label) with labels in {-1, 1}, averaged."""
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        loss = F.relu(self._margin - pred * label)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class SquaredHingeLoss(Loss):
+    """max(0, margin - pred * label)^2 with labels in {-1, 1}, averaged."""
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        loss = F.square(F.relu(self._margin - pred * label))
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class LogisticLoss(Loss):
+    """log(1 + exp(-pred * label)), averaged. label_format 'signed' (labels -1/1) or 'binary' (0/1)."""
+
+    def __init__(self, weight=None, batch_axis=0, label_format="signed", **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._label_format = label_format
+        if self._label_format not in ("signed", "binary"):
+            raise ValueError(f"label_format can only be signed or binary, recieved {label_format}.")
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        if self._label_format == "binary":
+            label = 2 * label - 1
+        # stable: max(-x*y, 0) + log(1 + exp(-|x*y|))
+        loss = F.relu(-pred * label) + _softrelu(F, -F.abs(-pred * label))
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return _batch_mean(F, loss, self._batch_axis)
+
+
+class TripletLoss(Loss):
+    """max(0, sum(|pred - positive|^2 - |pred - negative|^2) + margin), the sum over the non-batch axes."""
+
+    def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, positive, negative):
+        positive = _reshape_like(F, positive, pred)
+        negative = _reshape_like(F, negative, pred)
+        loss = F.sum(F.square(positive - pred) - F.square(negative - pred), axis=self._batch_axis, exclude=True)
+        loss = F.relu(loss + self._margin)
+        return _apply_weighting(F, loss, self._weight, None)
+
+
+class PoissonNLLLoss(Loss):
+    """Poisson negative log-likelihood, the mean over all elements (shape (1,)). from_logits=True (default):
+    exp(pred) - target*pred; False: pred - target*log(pred + epsilon). compute_full adds the Stirling
+    approximation target*log(target) - target + 0.5*log(2*pi*target) where target > 1."""
+
+    def __init__(self, weight=None, from_logits=True, batch_axis=0, compute_full=False, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._compute_full = compute_full
+
+    def hybrid_forward(self, F, pred, target, sample_weight=None, epsilon=1e-08):
+        target = _reshape_like(F, target, pred)
+        if self._from_logits:
+            loss = F.exp(pred) - target * pred
+        else:
+            loss = pred - target * F.log(pred + epsilon)
+        if self._compute_full:
+            big = target > 1
+            safe = F.where(big, target, F.ones_like(target))      # log() only sees targets > 1
+            stirling = safe * F.log(safe) - safe + 0.5 * F.log(2 * math.pi * safe)
+            loss = loss + F.where(big, stirling, F.zeros_like(stirling))
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return F.mean(loss)
+
+
+class CosineEmbeddingLoss(Loss):
+    """1 - cos(input1, input2) where label == 1; max(0, cos(input1, input2) - margin) where label == -1.
+    The cosine is along the last axis; the output has shape (N, 1)."""
+
+    def __init__(self, weight=None, batch_axis=0, margin=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, input1, input2, label, sample_weight=None):
+        input1 = _reshape_like(F, input1, input2)
+        label = label.reshape((-1, 1))
+        cos_sim = self._cosine_similarity(F, input1, input2)
+        y_1 = label == 1
+        y_minus_1 = label == -1
+        cos_sim_a = (1 - cos_sim) * y_1
+        cos_sim_b = F.relu(y_minus_1 * (cos_sim - self._margin))
+        loss = cos_sim_a + cos_sim_b
+        return _apply_weighting(F, loss, self._weight, sample_weight)
+
+    def _cosine_similarity(self, F, x, y, axis=-1):
+        x_norm = F.norm(x, axis=axis).reshape((-1, 1))
+        y_norm = F.norm(y, axis=axis).reshape((-1, 1))
+        x_dot_y = F.sum(x * y, axis=axis).reshape((-1, 1))
+        return x_dot_y / F.maximum(x_norm * y_norm, 1e-12)
+
+
+class SDMLLoss(Loss):
+    """Smoothed Deep Metric Learning loss (batch-wise): row i of x1 should be closest to row i of x2 among all rows
+    of x2. The distances -||x1_i - x2_j||^2 go through a log_softmax over j and a KLDivLoss against smoothed
+    identity labels (1 - smoothing_parameter on the diagonal). Returns shape (N,)."""
+
+    def __init__(self, smoothing_parameter=0.3, weight=1.0, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    def _compute_distances(self, F, x1, x2):
+        x1_ = F.expand_dims(x1, 1)
+        x2_ = F.expand_dims(x2, 0)
+        return F.sum(F.square(F.broadcast_sub(x1_, x2_)), axis=2)
+
+    def _compute_labels(self, F, batch_size, ctx=None):
+        gold = F.eye(batch_size, ctx=ctx)
+        return gold * (1 - self.smoothing_parameter) + (1 - gold) * self.smoothing_parameter / (batch_size - 1)
+
+    def hybrid_forward(self, F, x1, x2):
+        batch_size = x1.shape[0]
+        labels = self._compute_labels(F, batch_size, x1.context)
+        distances = self._compute_distances(F, x1, x2)
+        log_probabilities = _log_softmax(F, -distances, axis=1)
+        return self.kl_loss(log_probabilities, labels) * batch_size

@@ -1,0 +1,5 @@
+"""gluon.nn: neural network layers."""
+from .basic_layers import *  # noqa: F401,F403
+from .activations import *  # noqa: F401,F403
+from .conv_layers import *  # noqa: F401,F403
+from ..block import Block, HybridBlock  # noqa: F401

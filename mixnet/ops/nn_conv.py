@@ -1,0 +1,883 @@
+"""FullyConnected, Convolution, Deconvolution, Pooling, UpSampling.
+
+Every linear op here is one of a closed family of bilinear primitives, so gradients of any order exist:
+  conv(x, w) = y,   _conv_data_grad(g, w) = dx (the transposed convolution),   _conv_weight_grad(x, g) = dw.
+Each is the derivative of the others (T(x, w, g) = <g, conv(x, w)> is a trilinear form), which is what lets
+mixnet differentiate a convolution twice (WGAN-GP); MXNet cannot. FullyConnected uses the same trick with
+_fc_data_grad / _fc_weight_grad. Pooling's backward passes are hidden primitives with their own gradients.
+Layouts: channel-first only (NCW / NCHW / NCDHW), as MXNet's CPU kernels.
+"""
+import itertools
+import math
+
+import numpy as np
+
+from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_int, parse_shape, parse_str
+from .common import call
+from .registry import OpDef, OpTest, register
+
+
+def _as_strided(xp, x, shape, strides):
+    if xp is np:
+        return np.lib.stride_tricks.as_strided(x, shape=shape, strides=strides, writeable=False)
+    return xp.lib.stride_tricks.as_strided(x, shape=shape, strides=strides)
+
+
+def _tup(v, n, fill):
+    v = tuple(v) if v else ()
+    if not v:
+        return (fill,) * n
+    if len(v) != n:
+        raise ValueError(f"expected {n} values, got {v}")
+    return v
+
+
+# ---------------------------------------------------------------------------------------------------------
+# convolution geometry and the three bilinear kernels
+def _geometry(kernel, stride, dilate, pad):
+    nd = len(kernel)
+    if nd not in (1, 2, 3):
+        raise ValueError(f"kernel must have 1 to 3 dimensions, got {kernel}")
+    return tuple(kernel), _tup(stride, nd, 1), _tup(dilate, nd, 1), _tup(pad, nd, 0)
+
+
+def _conv_out_size(size, k, s, d, p):
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _windows(xp, x, out, kernel, stride, dilate, pad, value=0.0):
+    """A strided view (N, C, *out, *kernel) of x padded by `pad` in front and as needed at the end."""
+    nd = len(kernel)
+    spatial = x.shape[2:]
+    widths = [(0, 0), (0, 0)]
+    for L, o, k, s, d, p in zip(spatial, out, kernel, stride, dilate, pad):
+        need = (o - 1) * s + d * (k - 1) + 1
+        widths.append((p, max(need - L - p, 0)))
+    if any(w != (0, 0) for w in widths):
+        x = xp.pad(x, widths, mode="constant", constant_values=value)
+    st = x.strides
+    shape = x.shape[:2] + tuple(out) + tuple(kernel)
+    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd)) + tuple(st[2 + i] * dilate[i]
+                                                                            for i in range(nd))
+    return _as_strided(xp, x, shape, strides)
+
+
+def _im2col(xp, x, out, kernel, stride, dilate, pad, group):
+    """(group, N * prod(out), C/group * prod(kernel)) copy of the patches."""
+    n, c = x.shape[:2]
+    nd = len(kernel)
+    win = _windows(xp, x, out, kernel, stride, dilate, pad)            # N, C, *O, *K
+    win = win.reshape((n, group, c // group) + tuple(out) + tuple(kernel))
+    perm = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
+    cols = xp.ascontiguousarray(win.transpose(perm))
+    return cols.reshape(group, n * int(np.prod(out)), (c // group) * int(np.prod(kernel)))
+
+
+def _check_group(c, f, group, what):
+    if group < 1 or c % group or f % group:
+        raise ValueError(f"{what}: channels ({c}) and num_filter ({f}) must be divisible by num_group ({group})")
+
+
+def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None):
+    kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
+    nd = len(kernel)
+    if x.ndim != nd + 2:
+        raise ValueError(f"data must be {nd + 2}-D (batch, channel, {nd} spatial) for a {nd}-D kernel, "
+                         f"got shape {x.shape}")
+    n, c = x.shape[:2]
+    f = w.shape[0]
+    _check_group(c, f, group, "Convolution")
+    if tuple(w.shape) != (f, c // group) + kernel:
+        raise ValueError(f"weight shape {w.shape} does not match {(f, c // group) + kernel} "
+                         "(num_filter, channels / num_group, *kernel)")
+    if out is None or not out:
+        out = tuple(_conv_out_size(L, k, s, d, p) for L, k, s, d, p in zip(x.shape[2:], kernel, stride, dilate, pad))
+    if any(o <= 0 for o in out):
+        raise ValueError(f"kernel {kernel} (dilate {dilate}) is larger than the padded input {x.shape[2:]} "
+                         f"with pad {pad}")
+    cols = _im2col(xp, x, out, kernel, stride, dilate, pad, group)      # g, N*P, Cg*K
+    wm = w.reshape(group, f // group, -1)                                # g, Fg, Cg*K
+    y = xp.matmul(cols, wm.transpose(0, 2, 1))                           # g, N*P, Fg
+    y = y.reshape((group, n) + tuple(out) + (f // group,))
+    perm = (1, 0, nd + 2) + tuple(range(2, 2 + nd))
+    return xp.ascontiguousarray(y.transpose(perm)).reshape((n, f) + tuple(out)).astype(x.dtype, copy=False)
+
+
+def conv_data_grad(xp, g, w, shape, kernel, stride, dilate, pad, group):
+    """Transposed convolution: the gradient of conv w.r.t. data of spatial size `shape`."""
+    kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
+    nd = len(kernel)
+    if g.ndim != nd + 2:
+        raise ValueError(f"data must be {nd + 2}-D for a {nd}-D kernel, got shape {g.shape}")
+    n, f = g.shape[:2]
+    out = g.shape[2:]
+    if w.shape[0] != f or w.ndim != nd + 2 or tuple(w.shape[2:]) != kernel:
+        raise ValueError(f"weight shape {w.shape} does not match ({f}, num_filter / num_group, *{kernel})")
+    if f % group:
+        raise ValueError(f"input channels ({f}) must be divisible by num_group ({group})")
+    cg = w.shape[1]
+    c = cg * group
+    gm = g.reshape((n, group, f // group, -1)).transpose(1, 0, 3, 2).reshape(group, -1, f // group)
+    wm = w.reshape(group, f // group, cg * int(np.prod(kernel)))
+    cols = xp.matmul(gm, wm)                                             # g, N*P, Cg*K
+    cols = cols.reshape((group, n) + tuple(out) + (cg,) + kernel)
+    # -> N, g, Cg, *O, *K
+    perm = (1, 0, 2 + nd) + tuple(range(2, 2 + nd)) + tuple(range(3 + nd, 3 + 2 * nd))
+    cols = cols.transpose(perm).reshape((n, c) + tuple(out) + kernel)
+    padded = [max((o - 1) * s + d * (k - 1) + 1, L + p) for o, s, d, k, L, p in
+              zip(out, stride, dilate, kernel, shape, pad)]
+    buf = xp.zeros((n, c) + tuple(padded), dtype=g.dtype)
+    for kidx in itertools.product(*(range(k) for k in kernel)):
+        sl = tuple(slice(ki * d, ki * d + (o - 1) * s + 1, s) for ki, d, o, s in zip(kidx, dilate, out, stride))
+        buf[(slice(None), slice(None)) + sl] += cols[(Ellipsis,) + kidx]
+    crop = tuple(slice(p, p + L) for p, L in zip(pad, shape))
+    return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop])
+
+
+def conv_weight_grad(xp, x, g, kernel, stride, dilate, pad, group):
+    kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
+    n, c = x.shape[:2]
+    f = g.shape[1]
+    _check_group(c, f, group, "Convolution")
+    out = g.shape[2:]
+    cols = _im2col(xp, x, out, kernel, stride, dilate, pad, group)      # g, N*P, Cg*K
+    gm = g.reshape((n, group, f // group, -1)).transpose(1, 2, 0, 3).reshape(group, f // group, -1)
+    dw = xp.matmul(gm, cols)                                             # g, Fg, Cg*K
+    return dw.reshape((f, c // group) + kernel).astype(x.dtype, copy=False)
+
+
+_GEOM = {"kernel": Attr(parse_shape, REQUIRED), "stride": Attr(parse_shape, ()), "dilate": Attr(parse_shape, ()),
+         "pad": Attr(parse_shape, ()), "num_group": Attr(parse_int, 1)}
+
+
+def _geo(attrs):
+    return {k: attrs[k] for k in ("kernel", "stride", "dilate", "pad", "num_group")}
+
+
+def _k_conv(xp, data, weight, kernel, stride, dilate, pad, num_group, out):
+    return conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, out)
+
+
+def _k_conv_dgrad(xp, grad, weight, kernel, stride, dilate, pad, num_group, shape):
+    return conv_data_grad(xp, grad, weight, shape, kernel, stride, dilate, pad, num_group)
+
+
+def _k_conv_wgrad(xp, data, grad, kernel, stride, dilate, pad, num_group):
+    return conv_weight_grad(xp, data, grad, kernel, stride, dilate, pad, num_group)
+
+
+def _g_conv(c, g):
+    x, w = c.inputs
+    geo = _geo(c.attrs)
+    return (call("_conv_data_grad", g, w, shape=x.shape[2:], **geo),
+            call("_conv_weight_grad", x, g, **geo))
+
+
+def _g_conv_dgrad(c, h):
+    g, w = c.inputs
+    geo = _geo(c.attrs)
+    return (call("_conv", h, w, out=g.shape[2:], **geo), call("_conv_weight_grad", h, g, **geo))
+
+
+def _g_conv_wgrad(c, h):
+    x, g = c.inputs
+    geo = _geo(c.attrs)
+    return (call("_conv_data_grad", g, h, shape=x.shape[2:], **geo), call("_conv", x, h, out=g.shape[2:], **geo))
+
+
+def _ref_conv(x, w, kernel, stride=(), dilate=(), pad=(), num_group=1, out=()):
+    """Direct loop convolution (float64) for tests."""
+    kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
+    nd = len(kernel)
+    x = x.astype(np.float64)
+    n, c = x.shape[:2]
+    f = w.shape[0]
+    cg, fg = c // num_group, f // num_group
+    if not out:
+        out = tuple(_conv_out_size(L, k, s, d, p) for L, k, s, d, p in zip(x.shape[2:], kernel, stride, dilate, pad))
+    y = np.zeros((n, f) + tuple(out))
+    for o in itertools.product(*(range(v) for v in out)):
+        for kidx in itertools.product(*(range(k) for k in kernel)):
+            pos = [oi * s - p + ki * d for oi, s, p, ki, d in zip(o, stride, pad, kidx, dilate)]
+            if any(q < 0 or q >= L for q, L in zip(pos, x.shape[2:])):
+                continue
+            xv = x[(slice(None), slice(None)) + tuple(pos)]              # N, C
+            for grp in range(num_group):
+                y[(slice(None), slice(grp * fg, (grp + 1) * fg)) + o] += \
+                    xv[:, grp * cg:(grp + 1) * cg] @ w[(slice(grp * fg, (grp + 1) * fg), slice(None)) + kidx].T
+    return y
+
+
+def _ref_conv_dgrad(g, w, kernel, stride=(), dilate=(), pad=(), num_group=1, shape=()):
+    """Transposed convolution by brute force: the adjoint of _ref_conv, through its Jacobian."""
+    n, f = g.shape[:2]
+    c = w.shape[1] * num_group
+    size = int(np.prod(shape)) * c
+    jac = np.zeros((n, c) + tuple(shape))
+    out = np.zeros(jac.shape)
+    for i in range(size):
+        e = np.zeros((1, c) + tuple(shape))
+        e.reshape(-1)[i] = 1
+        col = _ref_conv(e, w, kernel, stride, dilate, pad, num_group, out=g.shape[2:])      # 1, F, *O
+        out.reshape(n, -1)[:, i] = (g.reshape(n, -1) * col.reshape(1, -1)).sum(1)
+    return out
+
+
+def _ref_conv_wgrad(x, g, kernel, stride=(), dilate=(), pad=(), num_group=1):
+    f = g.shape[1]
+    c = x.shape[1]
+    wshape = (f, c // num_group) + tuple(kernel)
+    dw = np.zeros(wshape)
+    for i in range(int(np.prod(wshape))):
+        e = np.zeros(wshape)
+        e.reshape(-1)[i] = 1
+        dw.reshape(-1)[i] = (g * _ref_conv(x, e, kernel, stride, dilate, pad, num_group, out=g.shape[2:])).sum()
+    return dw
+
+
+register(OpDef(
+    name="_conv", kernel=_k_conv, inputs=("data", "weight"), attrs=dict(_GEOM, out=Attr(parse_shape, ())),
+    grad=_g_conv, hidden=True,
+    test=OpTest(ref=_ref_conv, cases=(
+        (((1, 2, 5), (3, 2, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,), "out": (3,)}),
+        (((1, 2, 5), (3, 2, 2)), {"kernel": (2,), "stride": (2,), "out": (3,)}),
+    ))))
+register(OpDef(
+    name="_conv_data_grad", kernel=_k_conv_dgrad, inputs=("grad", "weight"),
+    attrs=dict(_GEOM, shape=Attr(parse_shape, REQUIRED)), grad=_g_conv_dgrad, hidden=True,
+    test=OpTest(ref=_ref_conv_dgrad, cases=(
+        (((1, 2, 3), (2, 3, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,), "shape": (5,)}),
+        (((1, 4, 2, 2), (4, 1, 2, 2)), {"kernel": (2, 2), "stride": (2, 1), "num_group": 2, "shape": (4, 3)}),
+        (((1, 2, 3), (2, 1, 3)), {"kernel": (3,), "stride": (2,), "shape": (8,)}),
+    ))))
+register(OpDef(
+    name="_conv_weight_grad", kernel=_k_conv_wgrad, inputs=("data", "grad"), attrs=_GEOM,
+    grad=_g_conv_wgrad, hidden=True,
+    test=OpTest(ref=_ref_conv_wgrad, cases=(
+        (((1, 2, 5), (1, 3, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,)}),
+        (((1, 4, 4, 3), (1, 2, 3, 2)), {"kernel": (2, 2), "dilate": (1, 2), "num_group": 2}),
+    ))))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Convolution / Deconvolution
+_LAYOUTS = (None, "NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC")
+
+
+def _check_layout(layout, nd):
+    if layout is None:
+        return
+    want = {1: "NCW", 2: "NCHW", 3: "NCDHW"}[nd]
+    if layout != want:
+        raise ValueError(f"layout {layout} is not supported for a {nd}-D kernel; only {want} (channel-first, as "
+                         "MXNet's CPU kernels); transpose the data first")
+
+
+def _bias_shape(f, nd):
+    return (1, f) + (1,) * nd
+
+
+def _check_bias(bias, f):
+    if tuple(bias.shape) != (f,):
+        raise ValueError(f"bias shape {bias.shape} does not match ({f},) (num_filter,)")
+
+
+def _conv_inputs(a):
+    return ("data", "weight") if a["no_bias"] else ("data", "weight", "bias")
+
+
+def _k_convolution(xp, data, weight, bias=None, *, kernel, stride, dilate, pad, num_filter, num_group, workspace,
+                   no_bias, cudnn_tune, cudnn_off, layout):
+    _check_layout(layout, len(kernel))
+    if weight.shape[0:1] != (num_filter,):
+        raise ValueError(f"weight shape {weight.shape} does not match num_filter={num_filter}")
+    y = conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group)
+    if bias is not None:
+        _check_bias(bias, num_filter)
+        y += bias.reshape(_bias_shape(num_filter, len(kernel))).astype(y.dtype, copy=False)
+    return y
+
+
+def _g_convolution(c, g):
+    x, w = c.inputs[:2]
+    geo = _geo(c.attrs)
+    grads = (call("_conv_data_grad", g, w, shape=x.shape[2:], **geo), call("_conv_weight_grad", x, g, **geo))
+    if len(c.inputs) == 3:
+        nd = len(c.attrs["kernel"])
+        grads += (call("Reshape", call("_sum_to", g, shape=_bias_shape(w.shape[0], nd)), shape=(w.shape[0],)),)
+    return grads
+
+
+_CONV_ATTRS = {
+    "kernel": Attr(parse_shape, REQUIRED), "stride": Attr(parse_shape, ()), "dilate": Attr(parse_shape, ()),
+    "pad": Attr(parse_shape, ()), "num_filter": Attr(parse_int, REQUIRED), "num_group": Attr(parse_int, 1),
+    "workspace": Attr(parse_int, 1024), "no_bias": Attr(parse_bool, False),
+    "cudnn_tune": Attr(optional(choice("fastest", "limited_workspace", "off")), None),
+    "cudnn_off": Attr(parse_bool, False), "layout": Attr(optional(choice(*_LAYOUTS[1:])), None)}
+
+
+def _ref_convolution(x, w, b=None, **a):
+    y = _ref_conv(x, w, a["kernel"], a.get("stride", ()), a.get("dilate", ()), a.get("pad", ()),
+                  a.get("num_group", 1))
+    if b is not None:
+        y = y + b.reshape(_bias_shape(len(b), len(a["kernel"])))
+    return y
+
+
+register(OpDef(
+    name="Convolution", kernel=_k_convolution, inputs=_conv_inputs, attrs=_CONV_ATTRS, grad=_g_convolution,
+    test=OpTest(ref=_ref_convolution, grad_rtol=2e-2, cases=(
+        (((2, 3, 5, 5), (4, 3, 3, 3), (4,)), {"kernel": (3, 3), "num_filter": 4}),
+        (((1, 2, 6, 5), (2, 2, 3, 2)), {"kernel": (3, 2), "num_filter": 2, "stride": (2, 1), "pad": (1, 1),
+                                        "no_bias": True}),
+        (((1, 4, 7, 7), (6, 2, 3, 3), (6,)), {"kernel": (3, 3), "num_filter": 6, "num_group": 2,
+                                              "dilate": (2, 2), "stride": (2, 2), "pad": (1, 1)}),
+        (((2, 2, 7), (3, 2, 3), (3,)), {"kernel": (3,), "num_filter": 3, "stride": (2,), "pad": (1,)}),
+        (((1, 2, 4, 4, 3), (2, 2, 2, 2, 2), (2,)), {"kernel": (2, 2, 2), "num_filter": 2, "stride": (2, 1, 1)}),
+        (((1, 4, 5, 5), (4, 1, 3, 3)), {"kernel": (3, 3), "num_filter": 4, "num_group": 4, "no_bias": True,
+                                        "pad": (1, 1)}),
+    )),
+    doc="N-D convolution (im2col + matmul). The data/weight gradients are _conv_data_grad / _conv_weight_grad, "
+        "which are themselves differentiable (second-order gradients work, unlike MXNet)."))
+
+
+def _deconv_geometry(shape_in, kernel, stride, dilate, pad, adj, target_shape):
+    """Output spatial size and the front padding (crop) of a transposed convolution (MXNet's rules)."""
+    nd = len(kernel)
+    kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
+    adj = _tup(adj, nd, 0)
+    use_target = bool(target_shape) and any(t > 0 for t in target_shape)
+    out, front = [], []
+    for i in range(nd):
+        full = stride[i] * (shape_in[i] - 1) + dilate[i] * (kernel[i] - 1) + 1
+        if use_target:
+            t = _tup(target_shape, nd, 0)[i]
+            total = full - t
+            if total < 0:
+                raise ValueError(f"target_shape {target_shape} is larger than the full output size {full}")
+            p = (total + 1) // 2
+            out.append(t)
+        else:
+            if adj[i] >= max(stride[i], dilate[i]):
+                raise ValueError(f"adj {adj} must be smaller than stride {stride} (or dilate)")
+            p = pad[i]
+            out.append(full - 2 * pad[i] + adj[i])
+        front.append(p)
+    if any(o <= 0 for o in out):
+        raise ValueError(f"output size {tuple(out)} is not positive")
+    return tuple(out), tuple(front)
+
+
+def _k_deconvolution(xp, data, weight, bias=None, *, kernel, stride, dilate, pad, adj, target_shape, num_filter,
+                     num_group, workspace, no_bias, cudnn_tune, cudnn_off, layout):
+    nd = len(kernel)
+    _check_layout(layout, nd)
+    if data.ndim != nd + 2:
+        raise ValueError(f"data must be {nd + 2}-D for a {nd}-D kernel, got shape {data.shape}")
+    c = data.shape[1]
+    want = (c, num_filter // max(num_group, 1)) + tuple(kernel)
+    if num_filter % max(num_group, 1) or c % max(num_group, 1):
+        raise ValueError(f"channels ({c}) and num_filter ({num_filter}) must be divisible by num_group "
+                         f"({num_group})")
+    if tuple(weight.shape) != want:
+        raise ValueError(f"weight shape {weight.shape} does not match {want} "
+                         "(in_channels, num_filter / num_group, *kernel)")
+    out, front = _deconv_geometry(data.shape[2:], kernel, stride, dilate, pad, adj, target_shape)
+    y = conv_data_grad(xp, data, weight, out, kernel, stride, dilate, front, num_group)
+    if bias is not None:
+        _check_bias(bias, num_filter)
+        y += bias.reshape(_bias_shape(num_filter, nd)).astype(y.dtype, copy=False)
+    return y
+
+
+def _deconv_geo(c, data_shape):
+    a = c.attrs
+    _, front = _deconv_geometry(data_shape, a["kernel"], a["stride"], a["dilate"], a["pad"], a["adj"],
+                                a["target_shape"])
+    return {"kernel": a["kernel"], "stride": a["stride"], "dilate": a["dilate"], "pad": front,
+            "num_group": a["num_group"]}
+
+
+def _g_deconvolution(c, h):
+    x, w = c.inputs[:2]
+    geo = _deconv_geo(c, x.shape[2:])
+    grads = (call("_conv", h, w, out=x.shape[2:], **geo), call("_conv_weight_grad", h, x, **geo))
+    if len(c.inputs) == 3:
+        f = c.attrs["num_filter"]
+        grads += (call("Reshape", call("_sum_to", h, shape=_bias_shape(f, len(c.attrs["kernel"]))), shape=(f,)),)
+    return grads
+
+
+def _deconv_inputs(a):
+    return ("data", "weight") if a["no_bias"] else ("data", "weight", "bias")
+
+
+def _ref_deconvolution(x, w, b=None, **a):
+    out, front = _deconv_geometry(x.shape[2:], a["kernel"], a.get("stride", ()), a.get("dilate", ()),
+                                  a.get("pad", ()), a.get("adj", ()), a.get("target_shape", ()))
+    y = _ref_conv_dgrad(x.astype(np.float64), w.astype(np.float64), a["kernel"], a.get("stride", ()),
+                        a.get("dilate", ()), front, a.get("num_group", 1), shape=out)
+    if b is not None:
+        y = y + b.reshape(_bias_shape(len(b), len(a["kernel"])))
+    return y
+
+
+register(OpDef(
+    name="Deconvolution", kernel=_k_deconvolution, inputs=_deconv_inputs, grad=_g_deconvolution,
+    attrs={"kernel": Attr(parse_shape, REQUIRED), "stride": Attr(parse_shape, ()), "dilate": Attr(parse_shape, ()),
+           "pad": Attr(parse_shape, ()), "adj": Attr(parse_shape, ()), "target_shape": Attr(parse_shape, ()),
+           "num_filter": Attr(parse_int, REQUIRED), "num_group": Attr(parse_int, 1),
+           "workspace": Attr(parse_int, 512), "no_bias": Attr(parse_bool, True),
+           "cudnn_tune": Attr(optional(choice("fastest", "limited_workspace", "off")), None),
+           "cudnn_off": Attr(parse_bool, False), "layout": Attr(optional(choice(*_LAYOUTS[1:])), None)},
+    test=OpTest(ref=_ref_deconvolution, grad_rtol=2e-2, cases=(
+        (((1, 2, 3, 3), (2, 3, 3, 3)), {"kernel": (3, 3), "num_filter": 3, "stride": (2, 2)}),
+        (((1, 2, 3, 3), (2, 3, 3, 3), (3,)), {"kernel": (3, 3), "num_filter": 3, "stride": (2, 2), "pad": (1, 1),
+                                              "adj": (1, 1), "no_bias": False}),
+        (((1, 2, 3, 3), (2, 3, 3, 3)), {"kernel": (3, 3), "num_filter": 3, "stride": (2, 2),
+                                        "target_shape": (6, 6)}),
+        (((1, 4, 4), (4, 1, 3)), {"kernel": (3,), "num_filter": 2, "num_group": 2, "stride": (2,),
+                                  "dilate": (2,), "pad": (1,)}),
+        (((1, 2, 2, 2, 2), (2, 1, 2, 2, 2)), {"kernel": (2, 2, 2), "num_filter": 1, "stride": (2, 2, 2)}),
+    )),
+    doc="Transposed convolution. Output size s*(in-1) + d*(k-1) + 1 - 2*pad + adj; with target_shape the padding "
+        "is (full - target + 1) // 2 in front (MXNet's rule) and pad/adj are ignored."))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# FullyConnected and its two bilinear partners
+def _k_fc_dgrad(xp, grad, weight):
+    return xp.matmul(grad, weight)
+
+
+def _k_fc_wgrad(xp, grad, data):
+    return xp.matmul(grad.T, data)
+
+
+register(OpDef(
+    name="_fc_data_grad", kernel=_k_fc_dgrad, inputs=("grad", "weight"), hidden=True,
+    grad=lambda c, h: (call("FullyConnected", h, c.inputs[1], num_hidden=c.inputs[1].shape[0], no_bias=True),
+                       call("_fc_weight_grad", c.inputs[0], h)),
+    test=OpTest(ref=lambda g, w: g.astype(np.float64) @ w, cases=((((3, 4), (4, 5)), {}),))))
+register(OpDef(
+    name="_fc_weight_grad", kernel=_k_fc_wgrad, inputs=("grad", "data"), hidden=True,
+    grad=lambda c, h: (call("FullyConnected", c.inputs[1], h, num_hidden=h.shape[0], no_bias=True),
+                       call("_fc_data_grad", c.inputs[0], h)),
+    test=OpTest(ref=lambda g, x: g.T.astype(np.float64) @ x, cases=((((3, 4), (3, 5)), {}),))))
+
+
+def _fc_inputs(a):
+    return ("data", "weight") if a["no_bias"] else ("data", "weight", "bias")
+
+
+def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten):
+    if flatten:
+        x2 = data.reshape(data.shape[0], -1) if data.ndim != 2 else data
+        out_shape = (data.shape[0], num_hidden)
+    else:
+        x2 = data.reshape(-1, data.shape[-1])
+        out_shape = data.shape[:-1] + (num_hidden,)
+    k = x2.shape[1]
+    if tuple(weight.shape) != (num_hidden, k):
+        raise ValueError(f"weight shape {weight.shape} does not match ({num_hidden}, {k}) (num_hidden, input "
+                         "features)")
+    y = xp.matmul(x2, weight.T)
+    if bias is not None:
+        if tuple(bias.shape) != (num_hidden,):
+            raise ValueError(f"bias shape {bias.shape} does not match ({num_hidden},) (num_hidden,)")
+        y = y + bias
+    return y.reshape(out_shape).astype(data.dtype, copy=False)
+
+
+def _g_fc(c, g):
+    x, w = c.inputs[:2]
+    k = w.shape[1]
+    g2 = call("Reshape", g, shape=(-1, w.shape[0]))
+    x2 = call("Reshape", x, shape=(-1, k))
+    dx = call("Reshape", call("_fc_data_grad", g2, w), shape=x.shape)
+    grads = (dx, call("_fc_weight_grad", g2, x2))
+    if len(c.inputs) == 3:
+        grads += (call("Reshape", call("_sum_to", g2, shape=(1, w.shape[0])), shape=(w.shape[0],)),)
+    return grads
+
+
+def _ref_fc(x, w, b=None, num_hidden=None, no_bias=False, flatten=True):
+    x = x.astype(np.float64)
+    x2 = x.reshape(x.shape[0], -1) if flatten else x
+    y = np.einsum("...k,hk->...h", x2, w)
+    return y if b is None else y + b
+
+
+register(OpDef(
+    name="FullyConnected", kernel=_k_fc, inputs=_fc_inputs, grad=_g_fc,
+    attrs={"num_hidden": Attr(parse_int, REQUIRED), "no_bias": Attr(parse_bool, False),
+           "flatten": Attr(parse_bool, True)},
+    test=OpTest(ref=_ref_fc, cases=(
+        (((3, 4), (5, 4), (5,)), {"num_hidden": 5}),
+        (((2, 3, 2), (4, 6)), {"num_hidden": 4, "no_bias": True}),
+        (((2, 3, 2), (4, 2), (4,)), {"num_hidden": 4, "flatten": False}),
+    ))))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pooling
+def _pool_geometry(spatial, kernel, pool_type, global_pool, pooling_convention, stride, pad):
+    """(kernel, stride, pad, out, end_pad) for the spatial dims."""
+    nd = len(spatial)
+    if global_pool:
+        return tuple(spatial), (1,) * nd, (0,) * nd, (1,) * nd
+    if len(kernel) != nd:
+        raise ValueError(f"kernel {kernel} must have {nd} dimensions for data with {nd} spatial dimensions")
+    stride = _tup(stride, nd, 1)
+    pad = _tup(pad, nd, 0)
+    out = []
+    for L, k, s, p in zip(spatial, kernel, stride, pad):
+        if pooling_convention == "valid":
+            o = (L + 2 * p - k) // s + 1
+        elif pooling_convention == "full":
+            o = -(-(L + 2 * p - k) // s) + 1
+        else:                                   # 'same': TF-style, ceil(L / s)
+            o = -(-L // s)
+        if k > L + 2 * p and pooling_convention != "same":
+            raise ValueError(f"kernel {tuple(kernel)} is larger than the padded input {tuple(spatial)} "
+                             f"(pad {tuple(pad)})")
+        out.append(o)
+    if pooling_convention == "same":
+        pad = tuple(max((o - 1) * s + k - L, 0) // 2 for o, s, k, L in zip(out, stride, kernel, spatial))
+    return tuple(kernel), stride, pad, tuple(out)
+
+
+def _pool_setup(x, kernel, pool_type, global_pool, pooling_convention, stride, pad, layout):
+    nd = x.ndim - 2
+    if nd not in (1, 2, 3):
+        raise ValueError(f"data must be 3-D to 5-D (batch, channel, spatial...), got shape {x.shape}")
+    _check_layout(layout, nd)
+    if not global_pool and not kernel:
+        raise ValueError("kernel is required unless global_pool=True")
+    return _pool_geometry(x.shape[2:], kernel, pool_type, global_pool, pooling_convention, stride, pad)
+
+
+def _pool_count(xp, spatial, kernel, stride, pad, out, include_pad, dtype):
+    """Number of elements each window averages over (MXNet: pad counts unless excluded; beyond it never)."""
+    nd = len(spatial)
+    mask = xp.ones((1, 1) + tuple(spatial), dtype=dtype)
+    if include_pad:
+        mask = xp.pad(mask, [(0, 0), (0, 0)] + [(p, p) for p in pad], mode="constant", constant_values=1)
+        win = _windows(xp, mask, out, kernel, stride, (1,) * nd, (0,) * nd)
+    else:
+        win = _windows(xp, mask, out, kernel, stride, (1,) * nd, pad)
+    return win.sum(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+
+
+def _pool_forward(xp, x, kernel, pool_type, global_pool, pooling_convention, stride, pad, p_value,
+                  count_include_pad, layout):
+    kernel, stride, pad, out = _pool_setup(x, kernel, pool_type, global_pool, pooling_convention, stride, pad,
+                                           layout)
+    nd = len(kernel)
+    kaxes = tuple(range(2 + nd, 2 + 2 * nd))
+    dil = (1,) * nd
+    if pool_type == "max":
+        fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        return _windows(xp, x, out, kernel, stride, dil, pad, fill).max(axis=kaxes)
+    if pool_type == "lp":
+        p = 2 if p_value is None else p_value
+        s = _windows(xp, x ** p if p != 1 else x, out, kernel, stride, dil, pad).sum(axis=kaxes)
+        return (xp.power(s, 1.0 / p) if p != 1 else s).astype(x.dtype, copy=False)
+    s = _windows(xp, x, out, kernel, stride, dil, pad).sum(axis=kaxes)
+    if pool_type == "sum":
+        return s
+    include = True if count_include_pad is None else count_include_pad
+    return (s / _pool_count(xp, x.shape[2:], kernel, stride, pad, out, include, x.dtype)).astype(x.dtype,
+                                                                                                   copy=False)
+
+
+def _k_pooling(xp, data, **a):
+    a.pop("cudnn_off")
+    return _pool_forward(xp, data, **a)
+
+
+def _scatter_windows(xp, vals, shape, kernel, stride, pad, out):
+    """Adjoint of _windows: vals (N, C, *out, *kernel) summed back into an array of spatial `shape`."""
+    n, c = vals.shape[:2]
+    padded = [max((o - 1) * s + k, L + p) for o, s, k, L, p in zip(out, stride, kernel, shape, pad)]
+    buf = xp.zeros((n, c) + tuple(padded), dtype=vals.dtype)
+    for kidx in itertools.product(*(range(k) for k in kernel)):
+        sl = tuple(slice(ki, ki + (o - 1) * s + 1, s) for ki, o, s in zip(kidx, out, stride))
+        buf[(slice(None), slice(None)) + sl] += vals[(Ellipsis,) + kidx]
+    crop = tuple(slice(p, p + L) for p, L in zip(pad, shape))
+    return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop])
+
+
+def _max_onehot(xp, data, kernel, stride, pad, out):
+    """(N, C, *out, *kernel) 0/1: where each window's (first) maximum sits."""
+    nd = len(kernel)
+    fill = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
+    win = _windows(xp, data, out, kernel, stride, (1,) * nd, pad, fill)
+    flat = win.reshape(win.shape[:2 + nd] + (-1,))
+    idx = flat.argmax(axis=-1)
+    onehot = (xp.arange(flat.shape[-1]) == idx[..., None]).astype(data.dtype)
+    return onehot.reshape(win.shape)
+
+
+_POOL_ATTRS = {
+    "kernel": Attr(parse_shape, ()), "pool_type": Attr(choice("max", "avg", "sum", "lp"), "max"),
+    "global_pool": Attr(parse_bool, False), "cudnn_off": Attr(parse_bool, False),
+    "pooling_convention": Attr(choice("valid", "full", "same"), "valid"), "stride": Attr(parse_shape, ()),
+    "pad": Attr(parse_shape, ()), "p_value": Attr(optional(parse_int), None),
+    "count_include_pad": Attr(optional(parse_bool), None),
+    "layout": Attr(optional(choice(*_LAYOUTS[1:])), None)}
+
+
+def _pool_attrs(c, **over):
+    a = dict(c.attrs)
+    a.update(over)
+    return a
+
+
+def _k_pool_max_bwd(xp, grad, data, **a):
+    a.pop("cudnn_off")
+    kernel, stride, pad, out = _pool_setup(data, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
+                                           a["stride"], a["pad"], a["layout"])
+    onehot = _max_onehot(xp, data, kernel, stride, pad, out)
+    nd = len(kernel)
+    vals = onehot * grad.reshape(grad.shape + (1,) * nd)
+    return _scatter_windows(xp, vals, data.shape[2:], kernel, stride, pad, out)
+
+
+def _k_pool_max_gather(xp, head, data, **a):
+    a.pop("cudnn_off")
+    kernel, stride, pad, out = _pool_setup(data, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
+                                           a["stride"], a["pad"], a["layout"])
+    onehot = _max_onehot(xp, data, kernel, stride, pad, out)
+    nd = len(kernel)
+    win = _windows(xp, head, out, kernel, stride, (1,) * nd, pad)
+    return (win * onehot).sum(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+
+
+def _k_pool_lin_bwd(xp, grad, shape, **a):
+    """Adjoint of avg/sum pooling of an input with spatial size `shape`."""
+    a.pop("cudnn_off")
+    fake = np.broadcast_to(np.zeros((), dtype=grad.dtype), grad.shape[:2] + tuple(shape))
+    kernel, stride, pad, out = _pool_setup(fake, a["kernel"], a["pool_type"], a["global_pool"],
+                                           a["pooling_convention"], a["stride"], a["pad"], a["layout"])
+    if tuple(grad.shape[2:]) != tuple(out):
+        raise ValueError(f"gradient shape {grad.shape} does not match the pooled shape {out}")
+    nd = len(kernel)
+    g = grad
+    if a["pool_type"] == "avg":
+        include = True if a["count_include_pad"] is None else a["count_include_pad"]
+        g = g / _pool_count(xp, tuple(shape), kernel, stride, pad, out, include, grad.dtype)
+    vals = xp.broadcast_to(g.reshape(g.shape + (1,) * nd), g.shape + tuple(kernel))
+    return _scatter_windows(xp, vals, tuple(shape), kernel, stride, pad, out).astype(grad.dtype, copy=False)
+
+
+def _g_pooling(c, g):
+    x = c.inputs[0]
+    t = c.attrs["pool_type"]
+    if t == "max":
+        return (call("_pool_max_bwd", g, x, **c.attrs),)
+    if t in ("avg", "sum"):
+        return (call("_pool_lin_bwd", g, shape=x.shape[2:], **c.attrs),)
+    p = 2 if c.attrs["p_value"] is None else c.attrs["p_value"]
+    y = c.outputs[0]
+    gs = g if p == 1 else g * y ** (1 - p)
+    back = call("_pool_lin_bwd", gs, shape=x.shape[2:], **_pool_attrs(c, pool_type="sum"))
+    return (back if p == 1 else back * x ** (p - 1),)
+
+
+def _g_pool_lin_bwd(c, h):
+    a = dict(c.attrs)
+    a.pop("shape")
+    return (call("Pooling", h, **a),)
+
+
+def _ref_pool_max_bwd(g, x, **a):
+    """Jacobian-vector product by perturbing each input element of max pooling (finite, exact for max)."""
+    out = np.zeros(x.shape)
+    base = _ref_pooling(x, **a)
+    for i in range(x.size):
+        e = x.astype(np.float64).copy()
+        e.reshape(-1)[i] += 1e-3
+        out.reshape(-1)[i] = ((_ref_pooling(e, **a) - base) * g).sum() / 1e-3
+    return out
+
+
+def _ref_pool_gather(h, x, **a):
+    out = np.zeros(_ref_pooling(x, **a).shape)
+    kernel, stride, pad, o = _pool_geometry(x.shape[2:], a["kernel"], "max", a.get("global_pool", False),
+                                            a.get("pooling_convention", "valid"), a.get("stride", ()),
+                                            a.get("pad", ()))
+    for n in range(x.shape[0]):
+        for ch in range(x.shape[1]):
+            for pos in itertools.product(*(range(v) for v in o)):
+                best, where = -np.inf, None
+                for kidx in itertools.product(*(range(k) for k in kernel)):
+                    q = tuple(pi * s - pp + ki for pi, s, pp, ki in zip(pos, stride, pad, kidx))
+                    if all(0 <= qq < L for qq, L in zip(q, x.shape[2:])) and x[(n, ch) + q] > best:
+                        best, where = x[(n, ch) + q], q
+                out[(n, ch) + pos] = h[(n, ch) + where]
+    return out
+
+
+def _ref_pooling(x, kernel=(), pool_type="max", global_pool=False, cudnn_off=False, pooling_convention="valid",
+                 stride=(), pad=(), p_value=None, count_include_pad=None, layout=None):
+    """Loop reference: each output position scans its window directly."""
+    x = x.astype(np.float64)
+    kernel, stride, pad, out = _pool_geometry(x.shape[2:], kernel, pool_type, global_pool, pooling_convention,
+                                              stride, pad)
+    spatial = x.shape[2:]
+    y = np.zeros(x.shape[:2] + out)
+    include = True if count_include_pad is None else count_include_pad
+    p = 2 if p_value is None else p_value
+    for pos in itertools.product(*(range(v) for v in out)):
+        vals, count = [], 0
+        for kidx in itertools.product(*(range(k) for k in kernel)):
+            q = tuple(pi * s - pp + ki for pi, s, pp, ki in zip(pos, stride, pad, kidx))
+            inside = all(0 <= qq < L for qq, L in zip(q, spatial))
+            in_pad = all(-pp <= qq < L + pp for qq, L, pp in zip(q, spatial, pad))
+            if inside:
+                vals.append(x[(slice(None), slice(None)) + q])
+                count += 1
+            elif in_pad and include:
+                count += 1
+        v = np.stack(vals, -1)
+        idx = (slice(None), slice(None)) + pos
+        if pool_type == "max":
+            y[idx] = v.max(-1)
+        elif pool_type == "sum":
+            y[idx] = v.sum(-1)
+        elif pool_type == "avg":
+            y[idx] = v.sum(-1) / count
+        else:
+            y[idx] = (v ** p).sum(-1) ** (1.0 / p)
+    return y
+
+
+def _ref_pool_lin_bwd(g, shape, **a):
+    n, c = g.shape[:2]
+    x0 = np.zeros((n, c) + tuple(shape))
+    out = np.zeros(x0.shape)
+    for i in range(x0.size):
+        e = x0.copy()
+        e.reshape(-1)[i] = 1
+        out.reshape(-1)[i] = (_ref_pooling(e, **a) * g).sum()
+    return out
+
+
+register(OpDef(
+    name="Pooling", kernel=_k_pooling, attrs=_POOL_ATTRS, grad=_g_pooling,
+    test=OpTest(ref=_ref_pooling, domain=(0.2, 2.0), cases=(
+        (((2, 2, 5, 5),), {"kernel": (2, 2), "stride": (2, 2)}),
+        (((1, 2, 5, 5),), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg"}),
+        (((1, 2, 5, 5),), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg",
+                           "count_include_pad": False}),
+        (((1, 1, 4, 4),), {"kernel": (3, 3), "stride": (2, 2), "pooling_convention": "full", "pool_type": "avg"}),
+        (((1, 1, 6, 5),), {"kernel": (3, 2), "stride": (2, 2), "pooling_convention": "full"}),
+        (((1, 2, 4, 4),), {"kernel": (2, 2), "stride": (2, 2), "pool_type": "sum"}),
+        (((1, 2, 4, 4),), {"kernel": (2, 2), "stride": (2, 2), "pool_type": "lp", "p_value": 2}),
+        (((1, 2, 4, 4),), {"kernel": (2, 2), "stride": (1, 1), "pool_type": "lp", "p_value": 3}),
+        (((2, 3, 4, 3),), {"global_pool": True, "pool_type": "avg"}),
+        (((2, 3, 4, 3),), {"global_pool": True, "kernel": (2, 2)}),
+        (((1, 2, 7),), {"kernel": (3,), "stride": (2,), "pool_type": "max"}),
+        (((1, 2, 7),), {"kernel": (3,), "stride": (2,), "pooling_convention": "same"}),
+        (((1, 1, 4, 3, 4),), {"kernel": (2, 2, 2), "stride": (2, 1, 2), "pool_type": "avg"}),
+    )),
+    doc="Max/avg/sum/lp pooling, 1-3D. 'full' rounds the output size up; 'same' is ceil(L / stride) with "
+        "TF-style centred padding (MXNet 1.9.1 documents it for 1-D max pooling but its kernel crashes). "
+        "lp pooling is (sum x^p)^(1/p) without abs (MXNet)."))
+register(OpDef(
+    name="_pool_max_bwd", kernel=_k_pool_max_bwd, inputs=("grad", "data"), attrs=_POOL_ATTRS, hidden=True,
+    nondiff_inputs=(1,),
+    grad=lambda c, h: (call("_pool_max_gather", h, c.inputs[1], **c.attrs), None),
+    test=OpTest(ref=_ref_pool_max_bwd, domain=(0.2, 2.0), grad2=False, cases=(
+        (((1, 2, 2, 2), (1, 2, 5, 5)), {"kernel": (2, 2), "stride": (2, 2)}),
+        (((1, 1, 3, 3), (1, 1, 4, 5)), {"kernel": (3, 3), "stride": (2, 2), "pooling_convention": "full",
+                                        "pad": (1, 1)})))))
+register(OpDef(
+    name="_pool_max_gather", kernel=_k_pool_max_gather, inputs=("head", "data"), attrs=_POOL_ATTRS, hidden=True,
+    nondiff_inputs=(1,),
+    grad=lambda c, g: (call("_pool_max_bwd", g, c.inputs[1], **c.attrs), None),
+    test=OpTest(ref=_ref_pool_gather, domain=(0.2, 2.0), grad2=False, cases=(
+        (((1, 2, 5, 5), (1, 2, 5, 5)), {"kernel": (2, 2), "stride": (2, 2)}),
+        (((1, 1, 4, 5), (1, 1, 4, 5)), {"kernel": (3, 3), "stride": (2, 2), "pooling_convention": "full",
+                                        "pad": (1, 1)})))))
+register(OpDef(
+    name="_pool_lin_bwd", kernel=_k_pool_lin_bwd, inputs=("grad",), hidden=True,
+    attrs=dict(_POOL_ATTRS, shape=Attr(parse_shape, REQUIRED)), grad=_g_pool_lin_bwd,
+    test=OpTest(ref=_ref_pool_lin_bwd, cases=(
+        (((1, 2, 3, 3),), {"shape": (5, 5), "kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg",
+                           "count_include_pad": False}),
+        (((1, 1, 2, 2),), {"shape": (4, 4), "kernel": (3, 3), "stride": (2, 2), "pooling_convention": "full",
+                           "pool_type": "avg"}),
+        (((1, 1, 2, 2),), {"shape": (4, 4), "kernel": (2, 2), "stride": (2, 2), "pool_type": "sum"})))))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# UpSampling (nearest only)
+def _up_scales(shapes, scale):
+    out = (shapes[0][2] * scale, shapes[0][3] * scale)
+    scales = []
+    for s in shapes:
+        if len(s) != 4:
+            raise ValueError(f"UpSampling needs 4-D (N, C, H, W) inputs, got {s}")
+        if out[0] % s[2] or out[1] % s[3] or out[0] // s[2] != out[1] // s[3]:
+            raise ValueError(f"input of shape {s} cannot be scaled to the output size {out}")
+        scales.append(out[0] // s[2])
+    return scales
+
+
+def _k_upsampling(xp, *data, scale, num_filter, sample_type, multi_input_mode, num_args, workspace):
+    if sample_type != "nearest":
+        raise ValueError("only sample_type='nearest' is implemented (bilinear UpSampling is a Deconvolution; "
+                         "use Deconvolution or contrib.BilinearResize2D)")
+    if len(data) != num_args:
+        raise ValueError(f"num_args={num_args} but {len(data)} inputs were given")
+    scales = _up_scales([d.shape for d in data], scale)
+    ups = [d.repeat(s, axis=2).repeat(s, axis=3) for d, s in zip(data, scales)]
+    if len(ups) == 1:
+        return ups[0]
+    if multi_input_mode == "sum":
+        if any(u.shape != ups[0].shape for u in ups):
+            raise ValueError("number of channels must be the same when multi_input_mode='sum'")
+        out = ups[0].copy()
+        for u in ups[1:]:
+            out += u
+        return out
+    return xp.concatenate(ups, axis=1)
+
+
+def _g_upsampling(c, g):
+    scales = _up_scales([x.shape for x in c.inputs], c.attrs["scale"])
+    grads, start = [], 0
+    for x, s in zip(c.inputs, scales):
+        if c.attrs["multi_input_mode"] == "sum" or len(c.inputs) == 1:
+            part = g
+        else:
+            part = g[:, start:start + x.shape[1]]
+            start += x.shape[1]
+        grads.append(part if s == 1 else call("Pooling", part, kernel=(s, s), stride=(s, s), pool_type="sum"))
+    return tuple(grads)
+
+
+def _ref_upsampling(*data, scale, sample_type, num_args=1, multi_input_mode="concat", **_):
+    H = data[0].shape[2] * scale
+    ups = [np.kron(d, np.ones((H // d.shape[2], H // d.shape[2]))) for d in data]
+    return sum(ups) if multi_input_mode == "sum" else np.concatenate(ups, axis=1)
+
+
+register(OpDef(
+    name="UpSampling", kernel=_k_upsampling, inputs=("data",), variadic=True, grad=_g_upsampling,
+    attrs={"scale": Attr(parse_int, REQUIRED), "num_filter": Attr(parse_int, 0),
+           "sample_type": Attr(choice("nearest", "bilinear"), REQUIRED),
+           "multi_input_mode": Attr(choice("concat", "sum"), "concat"), "num_args": Attr(parse_int, 1),
+           "workspace": Attr(parse_int, 512)},
+    test=OpTest(ref=_ref_upsampling, cases=(
+        (((1, 2, 2, 3),), {"scale": 2, "sample_type": "nearest"}),
+        (((1, 1, 2, 2), (1, 2, 4, 4)), {"scale": 2, "sample_type": "nearest", "num_args": 2}),
+        (((1, 2, 2, 2), (1, 2, 1, 1)), {"scale": 2, "sample_type": "nearest", "num_args": 2,
+                                        "multi_input_mode": "sum"}),
+    )),
+    doc="Nearest-neighbour upsampling; several inputs are each scaled to the first input's size * scale and "
+        "concatenated (or summed). Bilinear mode is not implemented."))
+
+del math, parse_str

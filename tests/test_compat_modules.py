@@ -1,0 +1,77 @@
+"""Names MXNet test files import at module level, and their behaviour."""
+import threading
+
+import pytest
+
+import mixnet as mx
+
+
+def test_base_names():
+    assert mx.base.py_str(b"abc") == "abc" and mx.base.py_str("x") == "x"
+    assert isinstance(3, mx.base.integer_types)
+    assert mx.base._as_list(1) == [1] and mx.base._as_list((1, 2)) == [1, 2]
+    assert issubclass(mx.base.MXNetError, Exception)
+    from mixnet.ndarray.ndarray import py_slice, _STORAGE_TYPE_STR_TO_ID   # noqa: F401
+    from mixnet.test_utils import use_np                                  # noqa: F401
+    import mixnet.ndarray.sparse                                          # noqa: F401
+
+
+def test_name_manager_counts_per_hint():
+    with mx.name.NameManager():
+        nm = mx.name.NameManager.current()
+        assert [nm.get(None, "dense"), nm.get(None, "dense"), nm.get(None, "conv")] == ["dense0", "dense1", "conv0"]
+        assert nm.get("given", "dense") == "given"
+        with mx.name.Prefix("net_") as p:
+            assert mx.name.NameManager.current() is p
+            assert p.get(None, "dense") == "net_dense0"
+        assert mx.name.NameManager.current() is nm
+        assert nm.get(None, "dense") == "dense2"
+
+
+def test_name_manager_is_per_thread():
+    seen = []
+    with mx.name.Prefix("main_"):
+        t = threading.Thread(target=lambda: seen.append(mx.name.NameManager.current().get(None, "x")))
+        t.start()
+        t.join()
+    assert seen == ["x0"]
+
+
+def test_attr_scope_merges():
+    with mx.attribute.AttrScope(ctx_group="dev1", lr_mult="2"):
+        with mx.attribute.AttrScope(lr_mult="3"):
+            assert mx.attribute.AttrScope.current().get({"wd_mult": "0"}) == \
+                {"ctx_group": "dev1", "lr_mult": "3", "wd_mult": "0"}
+        assert mx.attribute.AttrScope.current().get(None) == {"ctx_group": "dev1", "lr_mult": "2"}
+    assert mx.attribute.AttrScope.current().get(None) == {}
+    with pytest.raises(ValueError):
+        mx.attribute.AttrScope(lr_mult=2)
+
+
+def test_util_np_switches():
+    assert mx.util.is_np_array() is False and mx.util.is_np_shape() is False
+    assert mx.util.set_np_shape(False) is False
+    with pytest.raises(mx.MXNetError):
+        mx.util.set_np_shape(True)
+    with mx.util.np_shape(False):
+        pass
+    with pytest.raises(mx.MXNetError):
+        mx.util.np_shape(True)
+
+    @mx.util.use_np_shape
+    def needs_np_shape():
+        return 1
+    with pytest.raises(mx.MXNetError, match="needs_np_shape"):
+        needs_np_shape()
+    mx.util.reset_np()
+
+
+def test_runtime_features():
+    feats = mx.runtime.Features()
+    assert "CUDA" in feats and "MKLDNN" in feats
+    assert feats.is_enabled("CUDA") == (mx.context.num_gpus() > 0)
+    assert feats.is_enabled("mkldnn") is False
+    assert feats.is_enabled("LAPACK") is True
+    with pytest.raises(RuntimeError):
+        feats.is_enabled("NO_SUCH_FEATURE")
+    assert all(isinstance(f.enabled, bool) for f in mx.runtime.feature_list())
