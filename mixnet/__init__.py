@@ -21,5 +21,7 @@ from . import name, attribute, util, runtime  # noqa: F401
 from . import test_utils  # noqa: F401
 from . import initializer  # noqa: F401
 from . import initializer as init  # noqa: F401
-from . import metric, lr_scheduler  # noqa: F401
+from . import metric, lr_scheduler, optimizer, kvstore  # noqa: F401
+from . import kvstore as kv  # noqa: F401
+from . import io, recordio  # noqa: F401
 from . import gluon  # noqa: F401

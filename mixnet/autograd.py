@@ -36,11 +36,12 @@ class TapeNode:
     It keeps its outputs' buffers, not the output NDArrays, so the graph has no reference cycles and is freed as
     soon as the last array using it goes away.
     """
-    __slots__ = ("op", "attrs", "inputs", "out_data", "ctx", "versions", "released")
+    __slots__ = ("op", "attrs", "inputs", "out_data", "ctx", "versions", "released", "is_train")
 
-    def __init__(self, op, attrs, inputs, outputs):
+    def __init__(self, op, attrs, inputs, outputs, is_train):
         self.op = op
         self.attrs = attrs
+        self.is_train = is_train
         self.inputs = inputs
         self.out_data = tuple([o._data for o in outputs])
         self.ctx = outputs[0]._ctx
@@ -58,10 +59,11 @@ class TapeNode:
 
 class GradContext:
     """What a gradient rule sees: the op's inputs, outputs (hidden ones too) and attributes."""
-    __slots__ = ("op", "inputs", "attrs", "_node", "_outputs")
+    __slots__ = ("op", "inputs", "attrs", "is_train", "_node", "_outputs")
 
     def __init__(self, node):
         self.op, self.inputs, self.attrs, self._node = node.op, node.inputs, node.attrs, node
+        self.is_train = node.is_train      # the training mode of the forward call (BatchNorm's rule needs it)
         self._outputs = None
 
     @property
@@ -71,8 +73,8 @@ class GradContext:
         return self._outputs
 
 
-def _record(op, attrs, inputs, outputs):
-    node = TapeNode(op, attrs, inputs, outputs)
+def _record(op, attrs, inputs, outputs, is_train):
+    node = TapeNode(op, attrs, inputs, outputs, is_train)
     for i, out in enumerate(outputs):
         out._node = node
         if i:
@@ -194,8 +196,9 @@ def _topological_nodes(heads):
 
 
 def _check_versions(node):
-    for x, version in zip(node.inputs, node.versions):
-        if x._version != version:
+    mutated = node.op.mutates       # state the op itself updates (BatchNorm's moving stats) may change later
+    for i, (x, version) in enumerate(zip(node.inputs, node.versions)):
+        if x._version != version and i not in mutated:
             raise MXNetError(
                 f"autograd: an input of {node.op.name} (shape {x.shape}) was modified in place after it was "
                 "recorded, so its gradient would be wrong. Copy the array (x.copy()) before changing it, or "
@@ -362,7 +365,7 @@ class Function:
 
             op = OpDef(name=f"Function<{type(self).__name__}>", kernel=None, grad=grad_rule)
             outs = tuple(o.detach() for o in outs)   # fresh arrays owned by this node
-            _record(op, {}, tuple(inputs), outs)
+            _record(op, {}, tuple(inputs), outs, is_training())
         return outs[0] if single else outs
 
 

@@ -3,8 +3,9 @@
 Every loss returns one value per sample: `hybrid_forward(F, pred, label, sample_weight=None)` computes the
 elementwise loss, multiplies it by `sample_weight` (broadcast) and by the scalar `weight`, then averages over every
 axis except `batch_axis`. Exceptions, as in MXNet: `CTCLoss` and `CosineEmbeddingLoss` return the per-sample loss
-as the underlying computation gives it (no averaging), `TripletLoss` sums over the non-batch axes, and
-`PoissonNLLLoss` returns the mean over *all* elements (shape (1,)).
+as the underlying computation gives it (no averaging; CosineEmbeddingLoss's is (N, 1)), `KLDivLoss` and
+`TripletLoss` sum over the non-batch axes, `SDMLLoss` returns a KLDivLoss per row, and `PoissonNLLLoss` returns the
+mean over *all* elements (shape (1,)).
 
 Deliberate differences from MXNet 1.9.1 (see docs/compatibility.md):
 * `L2Loss(weight=None)` means "no scalar weight" (MXNet raises a TypeError computing `None / 2`).
@@ -52,12 +53,7 @@ def _softrelu(F, x):
 
 
 def _log_softmax(F, x, axis):
-    log_softmax = getattr(F, "log_softmax", None)
-    if log_softmax is not None:
-        return log_softmax(x, axis=axis)
-    # Composite fallback: x - max - log(sum(exp(x - max))); the max is a constant to autograd (its terms cancel).
-    shifted = F.broadcast_sub(x, F.stop_gradient(F.max(x, axis=axis, keepdims=True)))
-    return F.broadcast_sub(shifted, F.log(F.sum(F.exp(shifted), axis=axis, keepdims=True)))
+    return F.log_softmax(x, axis=axis)
 
 
 class Loss(HybridBlock):
@@ -165,7 +161,8 @@ SoftmaxCELoss = SoftmaxCrossEntropyLoss
 
 
 class KLDivLoss(Loss):
-    """label * (log(label + 1e-12) - pred), averaged. from_logits=True (default): `pred` is a log-probability;
+    """label * (log(label + 1e-12) - pred), summed (not averaged, as in MXNet 1.9) over the non-batch axes.
+    from_logits=True (default): `pred` is a log-probability;
     False: a log_softmax along `axis` is applied first."""
 
     def __init__(self, from_logits=True, axis=-1, weight=None, batch_axis=0, **kwargs):
@@ -178,7 +175,7 @@ class KLDivLoss(Loss):
             pred = _log_softmax(F, pred, self._axis)
         loss = label * (F.log(label + 1e-12) - pred)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
-        return _batch_mean(F, loss, self._batch_axis)
+        return F.sum(loss, axis=self._batch_axis, exclude=True)
 
 
 class CTCLoss(Loss):
@@ -345,7 +342,8 @@ class CosineEmbeddingLoss(Loss):
 class SDMLLoss(Loss):
     """Smoothed Deep Metric Learning loss (batch-wise): row i of x1 should be closest to row i of x2 among all rows
     of x2. The distances -||x1_i - x2_j||^2 go through a log_softmax over j and a KLDivLoss against smoothed
-    identity labels (1 - smoothing_parameter on the diagonal). Returns shape (N,)."""
+    identity labels (1 - smoothing_parameter on the diagonal). Returns shape (N,). `weight` and `batch_axis` are
+    accepted and ignored, as in MXNet."""
 
     def __init__(self, smoothing_parameter=0.3, weight=1.0, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -362,8 +360,11 @@ class SDMLLoss(Loss):
         return gold * (1 - self.smoothing_parameter) + (1 - gold) * self.smoothing_parameter / (batch_size - 1)
 
     def hybrid_forward(self, F, x1, x2):
-        batch_size = x1.shape[0]
-        labels = self._compute_labels(F, batch_size, x1.context)
+        if tuple(x1.shape) != tuple(x2.shape) or len(x1.shape) != 2:
+            raise MXNetError(f"SDMLLoss: x1 and x2 must both be (batch_size, dim), got {tuple(x1.shape)} and "
+                             f"{tuple(x2.shape)}")
+        labels = self._compute_labels(F, x1.shape[0], x1.context)
         distances = self._compute_distances(F, x1, x2)
         log_probabilities = _log_softmax(F, -distances, axis=1)
-        return self.kl_loss(log_probabilities, labels) * batch_size
+        # KLDivLoss sums over the candidates (MXNet 1.9 no longer multiplies by the batch size, PR 18423)
+        return self.kl_loss(log_probabilities, labels)

@@ -13,7 +13,7 @@ from ..context import current_context
 
 # Filled in by mixnet.ndarray / mixnet.autograd at import (they sit above this layer).
 WRAP = None          # (data, ctx) -> NDArray
-RECORD = None        # (op, attrs, inputs, outputs) -> None
+RECORD = None        # (op, attrs, inputs, outputs, is_train) -> None
 RANDOM_STATE = None  # ctx -> Generator
 
 
@@ -92,14 +92,14 @@ def apply(op, inputs, attrs):
         if mode.recording and op.differentiable:
             for x in inputs:
                 if x._node is not None:
-                    RECORD(op, attrs, inputs, (out,))
+                    RECORD(op, attrs, inputs, (out,), mode.training)
                     break
         return out
     outputs = tuple([WRAP(r, ctx) for r in result])
     if mode.recording and op.differentiable:
         for x in inputs:
             if x._node is not None:
-                RECORD(op, attrs, inputs, outputs)
+                RECORD(op, attrs, inputs, outputs, mode.training)
                 break
     nvis = op.num_visible
     if nvis is None:

@@ -8,11 +8,10 @@ _fc_data_grad / _fc_weight_grad. Pooling's backward passes are hidden primitives
 Layouts: channel-first only (NCW / NCHW / NCDHW), as MXNet's CPU kernels.
 """
 import itertools
-import math
 
 import numpy as np
 
-from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_int, parse_shape, parse_str
+from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_int, parse_shape
 from .common import call
 from .registry import OpDef, OpTest, register
 
@@ -154,8 +153,8 @@ def _geo(attrs):
     return {k: attrs[k] for k in ("kernel", "stride", "dilate", "pad", "num_group")}
 
 
-def _k_conv(xp, data, weight, kernel, stride, dilate, pad, num_group, out):
-    return conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, out)
+def _k_conv(xp, data, weight, kernel, stride, dilate, pad, num_group, out_size):
+    return conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, out_size)
 
 
 def _k_conv_dgrad(xp, grad, weight, kernel, stride, dilate, pad, num_group, shape):
@@ -176,16 +175,17 @@ def _g_conv(c, g):
 def _g_conv_dgrad(c, h):
     g, w = c.inputs
     geo = _geo(c.attrs)
-    return (call("_conv", h, w, out=g.shape[2:], **geo), call("_conv_weight_grad", h, g, **geo))
+    return (call("_conv", h, w, out_size=g.shape[2:], **geo), call("_conv_weight_grad", h, g, **geo))
 
 
 def _g_conv_wgrad(c, h):
     x, g = c.inputs
     geo = _geo(c.attrs)
-    return (call("_conv_data_grad", g, h, shape=x.shape[2:], **geo), call("_conv", x, h, out=g.shape[2:], **geo))
+    return (call("_conv_data_grad", g, h, shape=x.shape[2:], **geo), call("_conv", x, h, out_size=g.shape[2:], **geo))
 
 
-def _ref_conv(x, w, kernel, stride=(), dilate=(), pad=(), num_group=1, out=()):
+def _ref_conv(x, w, kernel, stride=(), dilate=(), pad=(), num_group=1, out_size=()):
+    out = out_size
     """Direct loop convolution (float64) for tests."""
     kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
     nd = len(kernel)
@@ -218,7 +218,7 @@ def _ref_conv_dgrad(g, w, kernel, stride=(), dilate=(), pad=(), num_group=1, sha
     for i in range(size):
         e = np.zeros((1, c) + tuple(shape))
         e.reshape(-1)[i] = 1
-        col = _ref_conv(e, w, kernel, stride, dilate, pad, num_group, out=g.shape[2:])      # 1, F, *O
+        col = _ref_conv(e, w, kernel, stride, dilate, pad, num_group, out_size=g.shape[2:])      # 1, F, *O
         out.reshape(n, -1)[:, i] = (g.reshape(n, -1) * col.reshape(1, -1)).sum(1)
     return out
 
@@ -231,16 +231,16 @@ def _ref_conv_wgrad(x, g, kernel, stride=(), dilate=(), pad=(), num_group=1):
     for i in range(int(np.prod(wshape))):
         e = np.zeros(wshape)
         e.reshape(-1)[i] = 1
-        dw.reshape(-1)[i] = (g * _ref_conv(x, e, kernel, stride, dilate, pad, num_group, out=g.shape[2:])).sum()
+        dw.reshape(-1)[i] = (g * _ref_conv(x, e, kernel, stride, dilate, pad, num_group, out_size=g.shape[2:])).sum()
     return dw
 
 
 register(OpDef(
-    name="_conv", kernel=_k_conv, inputs=("data", "weight"), attrs=dict(_GEOM, out=Attr(parse_shape, ())),
+    name="_conv", kernel=_k_conv, inputs=("data", "weight"), attrs=dict(_GEOM, out_size=Attr(parse_shape, ())),
     grad=_g_conv, hidden=True,
     test=OpTest(ref=_ref_conv, cases=(
-        (((1, 2, 5), (3, 2, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,), "out": (3,)}),
-        (((1, 2, 5), (3, 2, 2)), {"kernel": (2,), "stride": (2,), "out": (3,)}),
+        (((1, 2, 5), (3, 2, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,), "out_size": (3,)}),
+        (((1, 2, 5), (3, 2, 2)), {"kernel": (2,), "stride": (2,), "out_size": (3,)}),
     ))))
 register(OpDef(
     name="_conv_data_grad", kernel=_k_conv_dgrad, inputs=("grad", "weight"),
@@ -401,7 +401,7 @@ def _deconv_geo(c, data_shape):
 def _g_deconvolution(c, h):
     x, w = c.inputs[:2]
     geo = _deconv_geo(c, x.shape[2:])
-    grads = (call("_conv", h, w, out=x.shape[2:], **geo), call("_conv_weight_grad", h, x, **geo))
+    grads = (call("_conv", h, w, out_size=x.shape[2:], **geo), call("_conv_weight_grad", h, x, **geo))
     if len(c.inputs) == 3:
         f = c.attrs["num_filter"]
         grads += (call("Reshape", call("_sum_to", h, shape=_bias_shape(f, len(c.attrs["kernel"]))), shape=(f,)),)
@@ -879,5 +879,3 @@ register(OpDef(
     )),
     doc="Nearest-neighbour upsampling; several inputs are each scaled to the first input's size * scale and "
         "concatenated (or summed). Bilinear mode is not implemented."))
-
-del math, parse_str

@@ -65,7 +65,7 @@ class OpDef:
     train_aware: bool = False                # kernel takes is_train= (Dropout, BatchNorm)
     random: bool = False                     # kernel takes rng= (a numpy/cupy Generator)
     creates: bool = False                    # no array inputs; takes ctx= and makes a new array
-    hidden: bool = False                     # not exported as nd.<name> (internal helpers such as _sum_to)
+    hidden: bool = False                     # internal (gradient helpers such as _sum_to): still nd._name, as MXNet
     test: Optional[OpTest] = None
     doc: str = ""
 

@@ -1,6 +1,9 @@
 """Writes reference files for tests/gluon/test_mxnet_compat.py with real MXNet 1.9.1.
 
-Run with MXNet's Python (not by the tests):  ~/.venvs/mxref/bin/python tests/data/make_gluon_reference.py
+Run with MXNet's Python (not by the tests):
+    MXNET_MKLDNN_ENABLED=0 MXNET_STORAGE_FALLBACK_LOG_VERBOSE=0 ~/.venvs/mxref/bin/python tests/data/make_gluon_reference.py
+oneDNN must be off: MXNet 1.9.1's oneDNN max pooling, run in predict mode, keeps no argmax workspace and sends
+every window's gradient to its first element (a bug mixnet does not copy).
 It saves a small CNN's parameters with save_parameters, a legacy prefix-named file, and JSON with a fixed input
 and MXNet's outputs (inference and training mode) and input gradient.
 """
@@ -13,6 +16,7 @@ from mxnet import autograd, gluon, nd
 from mxnet.gluon import nn
 
 assert mx.__version__ == "1.9.1", mx.__version__
+assert os.environ.get("MXNET_MKLDNN_ENABLED") == "0", "run with MXNET_MKLDNN_ENABLED=0 (see the docstring)"
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gluon")
 
 
@@ -46,7 +50,7 @@ def main():
     xx.attach_grad()
     with autograd.record(train_mode=False):
         y = net(xx)
-    y.backward(nd.ones_like(y))
+    y.backward(nd.ones_like(y), train_mode=False)   # gradient of the inference-mode function
     grad = xx.grad.asnumpy()
     net.save_parameters(os.path.join(HERE, "cnn.params"))
     net.collect_params().save(os.path.join(HERE, "cnn_legacy.params"), strip_prefix="net_")
@@ -56,6 +60,7 @@ def main():
         net2.load_parameters(os.path.join(HERE, "cnn.params"))
         net2[7]._rate = 0.0          # no dropout: training-mode output is then deterministic
         y_train = net2(nd.array(x))
+    y_train.backward()             # MXNet updates BatchNorm's running statistics in the backward pass
     running_after = net2[1].running_mean.data().asnumpy()
     json.dump({"x": x.tolist(), "out_infer": out_infer.tolist(), "grad_x": grad.tolist(),
                "out_train_no_dropout": y_train.asnumpy().tolist(),

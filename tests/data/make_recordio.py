@@ -17,7 +17,6 @@ import json
 import os
 import struct
 
-import numpy as np
 import mxnet as mx
 from mxnet import recordio
 

@@ -179,7 +179,9 @@ class FixedBucketSampler(Sampler):
         self._use_average_length = use_average_length
 
         if bucket_keys is None:
-            if num_buckets is None or num_buckets <= 0:
+            if num_buckets is None:
+                num_buckets = 10
+            if num_buckets <= 0:
                 raise ValueError(f"num_buckets must be a positive integer, got {num_buckets!r}")
             keys = _bucket_keys(arr, int(num_buckets), bucket_scheme)
         else:

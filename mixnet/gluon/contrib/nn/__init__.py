@@ -1,0 +1,2 @@
+"""gluon.contrib.nn: Concurrent, HybridConcurrent, Identity, PixelShuffle1D/2D/3D, SyncBatchNorm."""
+from .basic_layers import *  # noqa: F401,F403

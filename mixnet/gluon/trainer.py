@@ -1,0 +1,273 @@
+"""`gluon.Trainer`: applies an optimizer to a set of Parameters (MXNet 1.x semantics).
+
+    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1, 'momentum': 0.9})
+    with autograd.record():
+        loss = loss_fn(net(x), y)
+    loss.backward()
+    trainer.step(batch_size)        # gradients are divided by batch_size here
+
+Parameters with several contexts: `allreduce_grads` sums each gradient over the contexts (one process), and each
+context keeps its own optimizer states (one Updater per context), as MXNet does with update_on_kvstore=False.
+With update_on_kvstore=True (MXNet's default for a multi-device 'device'/'local' store) the KVStore keeps one
+weight and one updater per parameter and the contexts pull the updated weight.
+
+save_states/load_states use a safe format, never a pickle: one file in MXNet's NDArray-list format (loadable with
+`nd.load`) holding every state array plus an entry `__mixnet_states__` (uint8) with a JSON document: the states'
+structure, the optimizer class, its hyper-parameters, per-device update counts (so Adam's bias correction resumes
+exactly) and the lr_scheduler's state. The file is written atomically. MXNet's pickled `.states` files are refused
+with an explanation (unpickling can run arbitrary code).
+"""
+import numpy as np
+
+from ..base import MXNetError
+from .. import optimizer as opt
+from .. import kvstore as kvs
+from .parameter import Parameter, ParameterDict
+
+__all__ = ["Trainer"]
+
+
+class Trainer:
+    """Applies an Optimizer (a name with `optimizer_params`, or an instance) to Parameters."""
+
+    def __init__(self, params, optimizer, optimizer_params=None, kvstore="device", compression_params=None,
+                 update_on_kvstore=None):
+        if isinstance(params, (dict, ParameterDict)):
+            params = list(params.values())
+        if not isinstance(params, (list, tuple)):
+            raise ValueError(f"First argument must be a list or dict of Parameters, got {type(params)}.")
+        self._params = []
+        self._param2idx = {}
+        seen = set()
+        for param in params:
+            if not isinstance(param, Parameter):
+                raise ValueError(f"First argument must be a list or dict of Parameters, got list of "
+                                 f"{type(param)}.")
+            if id(param) in seen:          # a shared parameter listed twice is trained once
+                continue
+            seen.add(id(param))
+            self._param2idx[param.name] = len(self._params)
+            self._params.append(param)
+        self._compression_params = compression_params
+        self._contexts = self._check_contexts()
+        optimizer_params = optimizer_params if optimizer_params else {}
+        self._init_optimizer(optimizer, optimizer_params)
+        self._scale = self._optimizer.rescale_grad
+        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._kv_initialized = False
+        self._kvstore = None
+        self._update_on_kvstore = None
+        self._params_to_init = []
+        self._reset_kvstore()
+
+    # ------------------------------------------------------------------ setup
+    def _check_contexts(self):
+        contexts = None
+        for param in self._params:
+            try:
+                ctx = param.list_ctx()
+            except MXNetError:
+                continue      # not initialized yet: checked again at the first step
+            if contexts is not None and contexts != ctx:
+                raise MXNetError(f"All Parameters must be initialized on the same set of contexts, but Parameter "
+                                 f"{param.name} is initialized on {ctx} while previous Parameters are initialized "
+                                 f"on {contexts}.")
+            contexts = ctx
+        return contexts
+
+    def _init_optimizer(self, optimizer, optimizer_params):
+        param_dict = {i: param for i, param in enumerate(self._params)}
+        if isinstance(optimizer, opt.Optimizer):
+            if optimizer_params:
+                raise AssertionError("optimizer_params must be None if optimizer is an instance of Optimizer "
+                                     "instead of str")
+            self._optimizer = optimizer
+            self._optimizer.param_dict = param_dict
+        else:
+            self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
+        self._updaters = [opt.get_updater(self._optimizer) for _ in (self._contexts or [None])]
+
+    def _reset_kvstore(self):
+        if self._kvstore is not None and self._update_on_kvstore:
+            raise RuntimeError("Cannot reset distributed KVStore.")
+        self._kv_initialized = False
+        self._kvstore = None
+        self._update_on_kvstore = None
+        self._params_to_init = list(self._params)
+
+    def _init_kvstore(self):
+        """MXNet's choice: no KVStore for a single device (unless a KVStore object is given); otherwise a local
+        store, updating on it by default."""
+        self._contexts = self._check_contexts()
+        if self._contexts is None:
+            raise MXNetError("Trainer: no Parameter is initialized; initialize the Parameters (or run a forward "
+                             "pass) before step()")
+        if len(self._updaters) != len(self._contexts):
+            self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
+        config = self._kvstore_params
+        kvstore, update_on_kvstore = config["kvstore"], config["update_on_kvstore"]
+        if isinstance(kvstore, kvs.KVStore):
+            kv = kvstore
+        elif kvstore is None or kvstore is False or len(self._contexts) == 1:
+            kv = None
+            if isinstance(kvstore, str) and kvstore.startswith("dist"):
+                kv = kvs.create(kvstore)      # raises: not supported in one process
+        else:
+            kv = kvs.create(kvstore)
+        if kv is None:
+            self._update_on_kvstore = False
+        else:
+            if self._compression_params:
+                kv.set_gradient_compression(self._compression_params)
+            self._update_on_kvstore = True if update_on_kvstore is None else bool(update_on_kvstore)
+            if self._update_on_kvstore:
+                kv.set_optimizer(self._optimizer)
+        self._kvstore = kv
+        self._kv_initialized = True
+
+    def _init_params(self):
+        if self._kvstore is None:
+            self._params_to_init = []
+            return
+        for param in list(self._params_to_init):
+            if param._deferred_init is not None and param._data is None:
+                continue
+            idx = self._param2idx[param.name]
+            data = param.list_data()
+            self._kvstore.init(idx, data[0])
+            if self._update_on_kvstore:
+                self._kvstore.pull(idx, out=data)
+            self._params_to_init.remove(param)
+
+    # ------------------------------------------------------------------ learning rate
+    @property
+    def learning_rate(self):
+        if not isinstance(self._optimizer, opt.Optimizer):
+            raise UserWarning("Optimizer has to be defined before its learning rate can be accessed.")
+        return self._optimizer.learning_rate
+
+    @property
+    def optimizer(self):
+        if isinstance(self._optimizer, opt.Optimizer):
+            return self._optimizer
+        raise UserWarning("Optimizer has not been initialized yet")
+
+    def set_learning_rate(self, lr):
+        if not isinstance(self._optimizer, opt.Optimizer):
+            raise UserWarning("Optimizer has to be defined before its learning rate is mutated.")
+        self._optimizer.set_learning_rate(lr)
+
+    # ------------------------------------------------------------------ steps
+    def _prepare(self):
+        if not self._kv_initialized:
+            self._init_kvstore()
+        if self._params_to_init:
+            self._init_params()
+
+    def step(self, batch_size, ignore_stale_grad=False):
+        """One optimization step: rescale_grad = scale / batch_size, allreduce the gradients, update."""
+        self._optimizer.rescale_grad = self._scale / batch_size
+        self._prepare()
+        self._allreduce_grads()
+        self._update(ignore_stale_grad)
+
+    def allreduce_grads(self):
+        """Sums each gradient over its contexts (for gradient clipping etc. between backward and update())."""
+        self._prepare()
+        if self._kvstore is not None and self._update_on_kvstore:
+            raise AssertionError("allreduce_grads() when parameters are updated on kvstore is not supported. Try "
+                                 "setting `update_on_kvstore` to False when creating trainer.")
+        self._allreduce_grads()
+
+    def _allreduce_grads(self):
+        if self._kvstore is None:
+            return
+        for i, param in enumerate(self._params):
+            if param.grad_req == "null":
+                continue
+            if self._update_on_kvstore:
+                continue      # the push in _update merges and applies the update
+            grads = param.list_grad()
+            if len(grads) > 1:
+                total = grads[0]._data.copy()
+                for g in grads[1:]:
+                    total += g._converted_for(grads[0])
+                for g in grads:
+                    g._data[...] = total if g._ctx == grads[0]._ctx else g._ctx.xp.asarray(
+                        total if isinstance(total, np.ndarray) else total.get())
+                    g._bump_version()
+
+    def update(self, batch_size, ignore_stale_grad=False):
+        """The update half of step() (after allreduce_grads()): rescale_grad = scale / batch_size, then update."""
+        self._prepare()
+        if self._kvstore is not None and self._update_on_kvstore:
+            raise AssertionError("update() when parameters are updated on kvstore is not supported. Try setting "
+                                 "`update_on_kvstore` to False when creating trainer.")
+        self._optimizer.rescale_grad = self._scale / batch_size
+        self._update(ignore_stale_grad)
+
+    def _stale_check(self):
+        for param in self._params:
+            if param.grad_req == "null":
+                continue
+            for data in param.list_data():
+                if not data._fresh_grad:
+                    raise UserWarning(
+                        f"Gradient of Parameter `{param.name}` on context {data.context} has not been updated by "
+                        "backward since last `step`. This could mean a bug in your model that made it only use a "
+                        "subset of the Parameters (Blocks) for this iteration. If you are intentionally only using "
+                        "a subset, call step with ignore_stale_grad=True to suppress this warning and skip "
+                        "updating of Parameters with stale gradient")
+
+    def _update(self, ignore_stale_grad=False):
+        # MXNet checks while it goes (so an error leaves earlier parameters' fresh flags cleared); mixnet checks
+        # every parameter first, so a UserWarning leaves the trainer and the gradients untouched.
+        if not ignore_stale_grad:
+            self._stale_check()
+        updates = [[] for _ in self._updaters]
+        for i, param in enumerate(self._params):
+            if param.grad_req == "null":
+                continue
+            datas, grads = param.list_data(), param.list_grad()
+            if self._kvstore is not None and self._update_on_kvstore:
+                if ignore_stale_grad and not any(d._fresh_grad for d in datas):
+                    continue
+                self._kvstore.push(i, grads)
+                self._kvstore.pull(i, out=datas)
+                for d in datas:
+                    d._fresh_grad = False
+                continue
+            for upd, arr, grad in zip(updates, datas, grads):
+                if not ignore_stale_grad or arr._fresh_grad:
+                    upd.append((i, grad, arr))
+                    arr._fresh_grad = False
+        for updater, upd in zip(self._updaters, updates):
+            if upd:
+                indices, grads, weights = zip(*upd)
+                updater(list(indices), list(grads), list(weights))
+
+    # ------------------------------------------------------------------ states
+    def save_states(self, fname):
+        """Saves the optimizer states and settings (safe format, see the module docstring), atomically."""
+        if self._optimizer is None:
+            raise AssertionError("Optimizer has not been initialized")
+        self._prepare()
+        if self._kvstore is not None and self._update_on_kvstore:
+            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+        else:
+            opt.optimizer.write_atomic(fname, self._updaters[0].get_states(dump_optimizer=True))
+
+    def load_states(self, fname):
+        """Loads what save_states wrote (states go to every context). Pickled MXNet files are refused."""
+        self._prepare()
+        with open(fname, "rb") as f:
+            states = f.read()
+        if self._kvstore is not None and self._update_on_kvstore:
+            self._kvstore._updater.set_states(states)
+            self._optimizer = self._kvstore._updater.optimizer
+        else:
+            for updater in self._updaters:
+                updater.set_states(states)
+                updater.optimizer = self._updaters[0].optimizer
+            self._optimizer = self._updaters[0].optimizer
+        self._optimizer.param_dict = {i: param for i, param in enumerate(self._params)}

@@ -1,0 +1,157 @@
+"""`mx.kv`: a single-process KVStore ('local', 'device' and their aliases): rank 0 of 1 worker.
+
+    kv = mx.kv.create('local')
+    kv.init(3, mx.nd.ones((2, 3)))
+    kv.push(3, [mx.nd.ones((2, 3)), mx.nd.ones((2, 3))])   # a list is summed (one value per device)
+    out = mx.nd.zeros((2, 3)); kv.pull(3, out=out)          # out == 2
+
+With `set_optimizer(opt)` (or `_set_updater(fn)`), a push runs `updater(key, merged_value, stored)` instead of
+storing the value. Distributed types ('dist_*', 'horovod', 'byteps', 'nccl') are not available.
+"""
+from .base import MXNetError
+from .ndarray.ndarray import NDArray
+from . import optimizer as opt
+
+__all__ = ["KVStore", "create"]
+
+_LOCAL_TYPES = ("local", "device", "local_update_cpu", "local_allreduce_cpu", "local_allreduce_device")
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _key_value_pairs(key, value):
+    """[(key, [values...])]: one key with one array or a list (per device), or lists of keys and values."""
+    if isinstance(key, (list, tuple)):
+        values = _as_list(value)
+        if len(values) != len(key):
+            raise MXNetError(f"KVStore: {len(key)} keys but {len(values)} values")
+        return [(k, _as_list(v)) for k, v in zip(key, values)]
+    return [(key, _as_list(value))]
+
+
+def _check_key(key):
+    if not isinstance(key, (int, str)):
+        raise MXNetError(f"KVStore keys must be int or str, got {type(key).__name__}")
+    return key
+
+
+class KVStore:
+    """Key -> NDArray store in one process. Pushes of several arrays for one key are summed; pulls broadcast."""
+
+    def __init__(self, kv_type="local"):
+        self._type = kv_type
+        self._store = {}
+        self._updater = None
+        self._optimizer = None
+        self._compression = None
+
+    @property
+    def type(self):
+        return self._type
+
+    @property
+    def rank(self):
+        return 0
+
+    @property
+    def num_workers(self):
+        return 1
+
+    def init(self, key, value):
+        for k, values in _key_value_pairs(key, value):
+            _check_key(k)
+            if k in self._store:
+                raise MXNetError(f"KVStore.init: key {k!r} is already initialized")
+            src = values[0]
+            if not isinstance(src, NDArray):
+                raise MXNetError(f"KVStore.init: expected an NDArray for key {k!r}, got {type(src).__name__}")
+            self._store[k] = src.copy()
+
+    def _stored(self, key):
+        try:
+            return self._store[_check_key(key)]
+        except KeyError:
+            raise MXNetError(f"KVStore: key {key!r} has not been initialized (call init first)") from None
+
+    def push(self, key, value, priority=0):
+        for k, values in _key_value_pairs(key, value):
+            stored = self._stored(k)
+            if len(values) == 1:
+                merged = values[0].as_in_context(stored.context)
+            else:
+                merged = values[0].copyto(stored.context)
+                for v in values[1:]:
+                    merged._data += v._converted_for(merged)
+            if self._updater is not None:
+                self._updater(k, merged, stored)
+            else:
+                stored._data[...] = merged._data
+                stored._bump_version()
+
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        if out is None:
+            raise MXNetError("KVStore.pull: `out` is required")
+        for k, outs in _key_value_pairs(key, out):
+            stored = self._stored(k)
+            for o in outs:
+                o._data[...] = stored._converted_for(o)
+                o._bump_version()
+
+    def pushpull(self, key, value, out=None, priority=0):
+        """push then pull (into `value` itself when `out` is None): a sum over devices without an updater."""
+        self.push(key, value, priority)
+        self.pull(key, value if out is None else out, priority)
+
+    def broadcast(self, key, value, out, priority=0):
+        """init(key, value), then pull into out."""
+        self.init(key, value)
+        self.pull(key, out, priority)
+
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """mixnet has dense storage only: pulls the whole value."""
+        self.pull(key, out, priority)
+
+    def set_optimizer(self, optimizer):
+        self._optimizer = optimizer
+        self._updater = opt.get_updater(optimizer)
+
+    def _set_updater(self, updater):
+        self._updater = updater
+
+    def set_gradient_compression(self, compression_params):
+        ctype = (compression_params or {}).get("type", "none")
+        if ctype != "none":
+            raise MXNetError(f"KVStore: gradient compression {ctype!r} is not supported by mixnet's single-process "
+                             "KVStore")
+        self._compression = compression_params
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        if self._updater is None or not isinstance(self._updater, opt.Updater):
+            raise MXNetError("KVStore.save_optimizer_states: no optimizer was set (set_optimizer)")
+        opt.optimizer.write_atomic(fname, self._updater.get_states(dump_optimizer))
+
+    def load_optimizer_states(self, fname):
+        if self._updater is None or not isinstance(self._updater, opt.Updater):
+            raise MXNetError("KVStore.load_optimizer_states: no optimizer was set (set_optimizer)")
+        with open(fname, "rb") as f:
+            self._updater.set_states(f.read())
+
+    def barrier(self):
+        pass
+
+    def num_dead_node(self, node_id, timeout=60):
+        return 0
+
+
+def create(name="local"):
+    """A KVStore: 'local' / 'device' (and MXNet's local aliases) in one process."""
+    if isinstance(name, KVStore):
+        return name
+    if not isinstance(name, str):
+        raise MXNetError(f"kv.create: expected a type string, got {type(name).__name__}")
+    if name not in _LOCAL_TYPES:
+        raise MXNetError(f"KVStore type {name!r} is not supported by mixnet (single process): use one of "
+                         f"{list(_LOCAL_TYPES)}")
+    return KVStore(name)

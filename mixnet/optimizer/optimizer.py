@@ -1,0 +1,1161 @@
+"""`mx.optimizer`: the optimizers of MXNet 1.x, with MXNet 1.9.1's update formulas.
+
+Updates run on the weights' buffers (`weight._data`) in place with numpy (cupy on a GPU), outside autograd: nothing
+is recorded, and each updated weight's version is bumped so a graph recorded before the update is detected as
+stale. The common optimizers (SGD with and without momentum, NAG, Adam, AdamW) also have a multi-tensor path:
+`Updater` hands them all the parameters of a step at once, and parameters with the same device, dtype and
+hyper-parameters are updated as one flat buffer (see `_multi_tensor.py`), a few array operations per group.
+
+Formulas (g = the gradient, `clip` only when `clip_gradient` is set, `lr`/`wd` include the per-parameter
+`lr_mult`/`wd_mult`):
+
+* SGD: `g = clip(rescale_grad*grad) + wd*w`; `w -= lr*g`, or with momentum `m = momentum*m - lr*g; w += m`.
+* NAG: `g = clip(rescale_grad*grad) + wd*w`; `m = momentum*m + g; w -= lr*(g + momentum*m)`.
+* Adam: `g = clip(rescale_grad*grad + wd*w)`; `m, v` as usual; `w -= lr_t*m/(sqrt(v)+eps)` with the bias
+  correction folded into `lr_t = lr*sqrt(1-beta2^t)/(1-beta1^t)` (so eps is not bias-corrected).
+* AdamW (MXNet's `contrib.adamw_update` with `eta = lr`): `g = clip(rescale_grad*grad)`;
+  `w -= lr*(c_t*m/(sqrt(v)+eps) + wd*w)` with `c_t = sqrt(1-beta2^t)/(1-beta1^t)` (1 if `correct_bias=False`).
+* The others follow the MXNet 1.9.1 class of the same name (see each class).
+
+Deliberate differences from MXNet 1.9.1: Nadam keeps its momentum schedule per parameter (MXNet multiplies one
+shared schedule once per parameter per step); AdaDelta does not modify the caller's gradient in place;
+`Signum(momentum=0, wd_lh=...)` works (MXNet raises); states are saved in a documented non-pickle format.
+"""
+import json
+import math
+import warnings
+
+import numpy as np
+
+from ..base import MXNetError
+from ..ndarray.ndarray import NDArray, _wrap
+from .. import serialization
+from ._multi_tensor import FlatCache, packable
+
+__all__ = ["Optimizer", "register", "create", "get_updater", "Updater", "SGD", "ccSGD", "NAG", "Adam", "AdamW",
+           "Adamax", "Nadam", "AdaGrad", "AdaDelta", "RMSProp", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS",
+           "Test"]
+
+
+def _zeros_like(weight, dtype=None):
+    xp = weight._ctx.xp
+    return _wrap(xp.zeros(weight._data.shape, dtype=dtype or weight._data.dtype), weight._ctx)
+
+
+def _f32(x):
+    return np.float32(x)
+
+
+# The flat (multi-tensor) path runs element-wise kernels over chunks of this many elements on the CPU, so the
+# temporaries stay in cache (one pass over a multi-megabyte buffer per operation is memory-bound and slower than
+# per-parameter loops over small arrays). A GPU gets whole buffers.
+FLAT_CHUNK = 1 << 16
+
+
+def _chunked(xp, kernel, flats, *args):
+    n = flats[0].shape[0]
+    if xp is not np or n <= FLAT_CHUNK:
+        kernel(xp, *flats, *args)
+        return
+    for start in range(0, n, FLAT_CHUNK):
+        stop = start + FLAT_CHUNK
+        kernel(xp, *[None if f is None else f[start:stop] for f in flats], *args)
+
+
+def _clip_on(clip):
+    return clip is not None and clip > 0
+
+
+def _xp_of(arr):
+    """numpy for numpy buffers, cupy for cupy ones."""
+    if isinstance(arr, np.ndarray):
+        return np
+    import cupy
+    return cupy
+
+
+def _ctx_key(ctx):
+    return f"{ctx.device_type}({ctx.device_id})"
+
+
+class Optimizer:
+    """Base class. `learning_rate` defaults to 0.01; with an `lr_scheduler`, the rate is `lr_scheduler(num_update)`.
+
+    `num_update` counts like MXNet: each parameter index has its own update count (starting at
+    `begin_num_update`), kept per device, and `num_update` is the largest count seen.
+    """
+    opt_registry = {}
+    # hyper-parameters a subclass adds (saved by save_states); the base ones are listed in _BASE_HPARAMS
+    _hparams = ()
+    _BASE_HPARAMS = ("rescale_grad", "wd", "clip_gradient", "lr", "begin_num_update", "num_update",
+                     "multi_precision")
+
+    def __init__(self, rescale_grad=1., param_idx2name=None, wd=0., clip_gradient=None, learning_rate=None,
+                 lr_scheduler=None, sym=None, begin_num_update=0, multi_precision=False, param_dict=None):
+        self.rescale_grad = rescale_grad
+        self.lr_scheduler = lr_scheduler
+        if lr_scheduler is None and learning_rate is None:
+            learning_rate = 0.01
+        self.lr = learning_rate
+        if lr_scheduler is not None and learning_rate is not None and lr_scheduler.base_lr != learning_rate:
+            warnings.warn("learning rate from ``lr_scheduler`` has been overwritten by ``learning_rate`` in "
+                          "optimizer.", UserWarning, stacklevel=2)
+            lr_scheduler.base_lr = learning_rate
+        self.wd = wd
+        self.lr_mult = {}
+        self.wd_mult = {}
+        self.begin_num_update = begin_num_update
+        self.num_update = begin_num_update
+        self._all_index_update_counts = {"cpu(0)": {}}
+        self._index_update_count = self._all_index_update_counts["cpu(0)"]
+        self.clip_gradient = clip_gradient
+        self.multi_precision = multi_precision
+        self.aggregate_num = 0
+        if param_idx2name is None:
+            param_idx2name = {}
+        if not isinstance(param_idx2name, dict):
+            raise AssertionError("param_idx2name should be a dict of param indexes to names.")
+        self.idx2name = param_idx2name.copy()
+        self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
+        self.param_dict = param_dict if param_dict else {}
+        self._flat_cache = FlatCache()
+        self.set_lr_mult({})
+        self.set_wd_mult({})
+
+    # ------------------------------------------------------------------ registry
+    @staticmethod
+    def register(klass):
+        """Registers a subclass under its lower-cased class name (for `create`)."""
+        if not isinstance(klass, type):
+            raise AssertionError("register expects a class")
+        name = klass.__name__.lower()
+        if name in Optimizer.opt_registry:
+            warnings.warn(f"WARNING: New optimizer {klass.__module__}.{klass.__name__} is overriding existing "
+                          f"optimizer {Optimizer.opt_registry[name].__module__}."
+                          f"{Optimizer.opt_registry[name].__name__}", stacklevel=2)
+        Optimizer.opt_registry[name] = klass
+        return klass
+
+    @staticmethod
+    def create_optimizer(name, **kwargs):
+        key = name.lower()
+        if key in Optimizer.opt_registry:
+            return Optimizer.opt_registry[key](**kwargs)
+        raise ValueError(f"Cannot find optimizer {name}")
+
+    # ------------------------------------------------------------------ learning rate and multipliers
+    @property
+    def learning_rate(self):
+        if self.lr_scheduler is not None:
+            return self.lr_scheduler(self.num_update)
+        return self.lr
+
+    def set_learning_rate(self, lr):
+        if self.lr_scheduler is not None:
+            raise UserWarning("LRScheduler of the optimizer has already been defined. Note that set_learning_rate "
+                              "can mutate the value of the learning rate of the optimizer only when the "
+                              "LRScheduler of the optimizer is undefined.")
+        self.lr = lr
+
+    def set_lr_scale(self, args_lrscale):
+        raise DeprecationWarning
+
+    def set_lr_mult(self, args_lr_mult):
+        """Per-parameter learning-rate multipliers, keyed by name (with param_idx2name/sym) or index."""
+        self.lr_mult = {}
+        if self.sym_info:
+            attr, arg_names = self.sym_info
+            for name in arg_names:
+                if name in attr and "__lr_mult__" in attr[name]:
+                    self.lr_mult[name] = float(attr[name]["__lr_mult__"])
+        self.lr_mult.update(args_lr_mult)
+
+    def set_wd_mult(self, args_wd_mult):
+        """Per-parameter weight-decay multipliers. Names in param_idx2name that end neither in `_weight` nor in
+        `_gamma` get 0 (MXNet's rule: no decay on biases)."""
+        self.wd_mult = {}
+        for name in self.idx2name.values():
+            if not (name.endswith("_weight") or name.endswith("_gamma")):
+                self.wd_mult[name] = 0.0
+        if self.sym_info:
+            attr, arg_names = self.sym_info
+            for name in arg_names:
+                if name in attr and "__wd_mult__" in attr[name]:
+                    self.wd_mult[name] = float(attr[name]["__wd_mult__"])
+        self.wd_mult.update(args_wd_mult)
+
+    def _set_current_context(self, device_id):
+        """Selects the update counts of one device (each device's updater counts its own updates)."""
+        key = device_id if isinstance(device_id, str) else f"cpu({device_id})" if isinstance(device_id, int) \
+            else _ctx_key(device_id)
+        if key not in self._all_index_update_counts:
+            self._all_index_update_counts[key] = {}
+        self._index_update_count = self._all_index_update_counts[key]
+
+    def _update_count(self, index):
+        if not isinstance(index, (list, tuple)):
+            index = [index]
+        counts = self._index_update_count
+        for idx in index:
+            if idx not in counts:
+                counts[idx] = self.begin_num_update
+            counts[idx] += 1
+            if counts[idx] > self.num_update:
+                self.num_update = counts[idx]
+
+    def _base_lr(self):
+        return self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+
+    def _get_lrs(self, indices):
+        lr = self._base_lr()
+        lrs = [lr] * len(indices)
+        for i, index in enumerate(indices):
+            if index in self.param_dict:
+                lrs[i] *= self.param_dict[index].lr_mult
+            elif index in self.lr_mult:
+                lrs[i] *= self.lr_mult[index]
+            elif index in self.idx2name:
+                lrs[i] *= self.lr_mult.get(self.idx2name[index], 1.0)
+        return lrs
+
+    def _get_lr(self, index):
+        return self._get_lrs([index])[0]
+
+    def _get_wds(self, indices):
+        wds = [self.wd] * len(indices)
+        for i, index in enumerate(indices):
+            if index in self.param_dict:
+                wds[i] *= self.param_dict[index].wd_mult
+            elif index in self.wd_mult:
+                wds[i] *= self.wd_mult[index]
+            elif index in self.idx2name:
+                wds[i] *= self.wd_mult.get(self.idx2name[index], 1.0)
+        return wds
+
+    def _get_wd(self, index):
+        return self._get_wds([index])[0]
+
+    # ------------------------------------------------------------------ states and updates
+    def create_state(self, index, weight):
+        """The optimizer state of one weight (None, an NDArray or a tuple of them). Called once per weight."""
+        return None
+
+    def _mp(self, weight):
+        return self.multi_precision and weight.dtype == np.float16
+
+    def create_state_multi_precision(self, index, weight):
+        """Like create_state; with multi_precision and a float16 weight: `(float32 master copy, state)`."""
+        if self._mp(weight):
+            master = _wrap(weight._data.astype(np.float32), weight._ctx)
+            return (master, self.create_state(index, master))
+        if weight.dtype == np.float16:
+            warnings.warn("Accumulating with float16 in optimizer can lead to poor accuracy or slow convergence. "
+                          "Consider using multi_precision=True option of the optimizer", stacklevel=2)
+        return self.create_state(index, weight)
+
+    def _split_mp_state(self, state):
+        """(master float32 weight, inner state) of a multi-precision state."""
+        return state[0], state[1]
+
+    def update(self, index, weight, grad, state):
+        """Updates `weight` in place from `grad` (one parameter; MXNet 1.x signature)."""
+        self._update_count(index)
+        lr = self._get_lr(index)
+        wd = self._get_wd(index)
+        self._step(index, weight._data, grad._data, state, lr, wd)
+        weight._bump_version()
+
+    def _step(self, index, w, g, state, lr, wd):
+        """The update rule on backend buffers `w` (in place) and `g`; `state` holds NDArrays."""
+        raise NotImplementedError()
+
+    def update_multi_precision(self, index, weight, grad, state):
+        if self._mp(weight):
+            master, inner = self._split_mp_state(state)
+            grad32 = _wrap(grad._data.astype(np.float32), grad._ctx)
+            self.update(index, master, grad32, inner)
+            weight._data[...] = master._data.astype(weight._data.dtype)
+            weight._bump_version()
+        else:
+            self.update(index, weight, grad, state)
+
+    def _update_many(self, indices, weights, grads, states):
+        """Updates several parameters (the Updater's batched call). Optimizers with a multi-tensor path override
+        this; the default updates them one by one."""
+        for index, weight, grad, state in zip(indices, weights, grads, states):
+            self.update_multi_precision(index, weight, grad, state)
+
+    # ------------------------------------------------------------------ multi-tensor helper
+    def _grouped(self, indices, weights, grads, states, extra_key=None):
+        """Counts the updates, then yields (positions, lr, wd) for groups of parameters that share device,
+        dtype, lr, wd (and `extra_key(index)`), plus a list of positions to update one by one."""
+        self._update_count(indices)
+        lrs = self._get_lrs(indices)
+        wds = self._get_wds(indices)
+        groups = {}
+        for pos, (index, weight) in enumerate(zip(indices, weights)):
+            key = (weight._ctx, weight._data.dtype, lrs[pos], wds[pos],
+                   extra_key(index) if extra_key is not None else None)
+            groups.setdefault(key, []).append(pos)
+        return [(positions, lrs[positions[0]], wds[positions[0]]) for positions in groups.values()]
+
+    def _flat(self, arrays):
+        return self._flat_cache.flat(arrays)
+
+    # ------------------------------------------------------------------ (de)serialization of hyper-parameters
+    def _hyperparams(self):
+        """The JSON-able settings and counters save_states records."""
+        out = {}
+        for name in self._BASE_HPARAMS + tuple(self._hparams):
+            out[name] = getattr(self, name)
+        out["lr_mult"] = [[k, v] for k, v in self.lr_mult.items()]
+        out["wd_mult"] = [[k, v] for k, v in self.wd_mult.items()]
+        out["idx2name"] = [[k, v] for k, v in self.idx2name.items()]
+        out["update_counts"] = {dev: [[k, v] for k, v in counts.items()]
+                                for dev, counts in self._all_index_update_counts.items()}
+        extra = self._extra_state()
+        if extra:
+            out["extra"] = extra
+        if self.lr_scheduler is not None:
+            out["lr_scheduler"] = _scheduler_state(self.lr_scheduler)
+        return out
+
+    def _extra_state(self):
+        return None
+
+    def _load_extra_state(self, extra):
+        pass
+
+    def _set_hyperparams(self, hp):
+        for name in self._BASE_HPARAMS + tuple(self._hparams):
+            if name in hp:
+                setattr(self, name, hp[name])
+        self.lr_mult = {_key(k): v for k, v in hp.get("lr_mult", [])}
+        self.wd_mult = {_key(k): v for k, v in hp.get("wd_mult", [])}
+        self.idx2name = {_key(k): v for k, v in hp.get("idx2name", [])}
+        self._all_index_update_counts = {dev: {_key(k): v for k, v in counts}
+                                         for dev, counts in hp.get("update_counts", {}).items()}
+        if not self._all_index_update_counts:
+            self._all_index_update_counts = {"cpu(0)": {}}
+        self._index_update_count = next(iter(self._all_index_update_counts.values()))
+        self._load_extra_state(hp.get("extra"))
+        if "lr_scheduler" in hp and self.lr_scheduler is not None:
+            _restore_scheduler(self.lr_scheduler, hp["lr_scheduler"])
+
+
+def _key(k):
+    return tuple(k) if isinstance(k, list) else k
+
+
+def _jsonable(value):
+    try:
+        json.dumps(value, allow_nan=True)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _scheduler_state(sched):
+    """A scheduler's JSON-able attributes (schedulers are stateful: FactorScheduler lowers base_lr as it goes)."""
+    return {"class": type(sched).__name__,
+            "attrs": {k: v for k, v in vars(sched).items() if _jsonable(v)}}
+
+
+def _restore_scheduler(sched, saved):
+    if saved.get("class") != type(sched).__name__:
+        warnings.warn(f"load_states: the saved lr_scheduler was a {saved.get('class')}, the optimizer has a "
+                      f"{type(sched).__name__}; its state is not restored", stacklevel=3)
+        return
+    for k, v in saved.get("attrs", {}).items():
+        setattr(sched, k, v)
+
+
+register = Optimizer.register
+create = Optimizer.create_optimizer
+
+
+# ====================================================================== SGD family
+def _sgd_kernel(xp, w, g, mom, lr, wd, rescale, clip, momentum):
+    """MXNet's sgd_update / sgd_mom_update on buffers (any shape, flat or not)."""
+    lr, wd = _f32(lr), _f32(wd)
+    tmp = xp.multiply(g, _f32(rescale), dtype=w.dtype)
+    if _clip_on(clip):
+        xp.clip(tmp, -_f32(clip), _f32(clip), out=tmp)
+    if mom is None:
+        tmp *= lr
+        if wd:
+            w *= _f32(1) - lr * wd
+        w -= tmp
+    else:
+        mom *= _f32(momentum)
+        if wd:
+            mom -= (lr * wd) * w
+        tmp *= lr
+        mom -= tmp
+        w += mom
+
+
+@register
+class SGD(Optimizer):
+    """SGD with optional momentum (MXNet's sgd_update / sgd_mom_update). `lazy_update` only matters for sparse
+    gradients, which mixnet does not have; it is accepted for compatibility. With `multi_precision=True`, float16
+    weights are updated through a float32 master copy (state `(momentum, master)`, MXNet's order for SGD)."""
+    _hparams = ("momentum", "lazy_update")
+
+    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.lazy_update = lazy_update
+        self.aggregate_num = 4
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def create_state_multi_precision(self, index, weight):
+        if self._mp(weight):
+            master = _wrap(weight._data.astype(np.float32), weight._ctx)
+            return (self.create_state(index, master), master)
+        return super().create_state_multi_precision(index, weight)
+
+    def _split_mp_state(self, state):
+        return state[1], state[0]
+
+    def _step(self, index, w, g, state, lr, wd):
+        _sgd_kernel(_xp_of(w), w, g, None if state is None else state._data, lr, wd, self.rescale_grad,
+                    self.clip_gradient, self.momentum)
+
+    def _update_many(self, indices, weights, grads, states):
+        if len(indices) < 2:
+            return super()._update_many(indices, weights, grads, states)
+        mp = [pos for pos, w in enumerate(weights) if self._mp(w)]
+        if mp:
+            for pos in mp:
+                self.update_multi_precision(indices[pos], weights[pos], grads[pos], states[pos])
+            keep = [pos for pos in range(len(indices)) if pos not in set(mp)]
+            indices, weights, grads, states = ([seq[p] for p in keep] for seq in (indices, weights, grads, states))
+            if not indices:
+                return
+        for positions, lr, wd in self._grouped(indices, weights, grads, states):
+            ws = [weights[p] for p in positions]
+            gs = [grads[p] for p in positions]
+            ms = [states[p] for p in positions] if self.momentum != 0.0 else None
+            arrays = ws + gs + (ms or [])
+            if len(positions) > 1 and packable(arrays) and all(g._data.dtype == ws[0]._data.dtype for g in gs):
+                _chunked(ws[0]._ctx.xp, _sgd_kernel,
+                         [self._flat(ws), self._flat(gs), None if ms is None else self._flat(ms)], lr, wd,
+                         self.rescale_grad, self.clip_gradient, self.momentum)
+            else:
+                for p in positions:
+                    self._step(indices[p], weights[p]._data, grads[p]._data, states[p], lr, wd)
+            for w in ws:
+                w._bump_version()
+
+
+@register
+class ccSGD(SGD):  # noqa: N801 (MXNet's name)
+    """Deprecated alias of SGD (MXNet keeps it registered)."""
+
+
+def _nag_kernel(xp, w, g, mom, lr, wd, rescale, clip, momentum):
+    """MXNet 1.9.1's nag_mom_update as Optimizer.update runs it (out=weight, so the kernel's second read of the
+    weight sees the updated value): `g' = clip(rescale*grad)`, `m' = momentum*m - lr*(g' + wd*w)`,
+    `w += momentum*m' - lr*(g' + wd*w)`, then `m = momentum*m - lr*(g' + wd*w_new)`."""
+    lr, wd, mo = _f32(lr), _f32(wd), _f32(momentum)
+    tmp = xp.multiply(g, _f32(rescale), dtype=w.dtype)
+    if _clip_on(clip):
+        xp.clip(tmp, -_f32(clip), _f32(clip), out=tmp)
+    if mom is None:
+        if wd:
+            w *= _f32(1) - lr * wd
+        w -= lr * tmp
+        return
+    grad = tmp + wd * w if wd else tmp
+    mom *= mo
+    step = mom - lr * grad
+    w += mo * step - lr * grad
+    if wd:
+        mom -= lr * (tmp + wd * w)
+    else:
+        mom[...] = step
+
+
+@register
+class NAG(SGD):
+    """Nesterov momentum, MXNet 1.9.1's update: with `g = clip(rescale_grad*grad) + wd*w`, `m' = momentum*m -
+    lr*g`, `w += momentum*m' - lr*g`, and the stored momentum is `momentum*m - lr*(clip(rescale_grad*grad) +
+    wd*w_new)` (MXNet's kernel reads the weight again after writing it; reproduced). Plain SGD without momentum."""
+
+    def __init__(self, momentum=0.0, **kwargs):
+        super().__init__(momentum=momentum, **kwargs)
+        self.aggregate_num = 0
+
+    def _step(self, index, w, g, state, lr, wd):
+        _nag_kernel(_xp_of(w), w, g, None if state is None else state._data, lr, wd, self.rescale_grad,
+                    self.clip_gradient, self.momentum)
+
+    def _update_many(self, indices, weights, grads, states):
+        return Optimizer._update_many(self, indices, weights, grads, states)
+
+
+# ====================================================================== Adam family
+def _adam_kernel(xp, w, g, m, v, lr, wd, rescale, clip, beta1, beta2, eps, decoupled_wd=None):
+    """MXNet's adam_update (wd inside the gradient, before clipping); with `decoupled_wd=(eta, wd)` MXNet's
+    contrib.adamw_update instead (`w -= eta*(lr*m/(sqrt(v)+eps) + wd*w)`, the gradient without wd)."""
+    b1, b2 = _f32(beta1), _f32(beta2)
+    tmp = xp.multiply(g, _f32(rescale), dtype=w.dtype)
+    if decoupled_wd is None and wd:
+        tmp += _f32(wd) * w
+    if _clip_on(clip):
+        xp.clip(tmp, -_f32(clip), _f32(clip), out=tmp)
+    m *= b1
+    m += (_f32(1) - b1) * tmp
+    v *= b2
+    tmp *= tmp
+    tmp *= _f32(1) - b2
+    v += tmp
+    denom = xp.sqrt(v)
+    denom += _f32(eps)
+    if decoupled_wd is None:
+        tmp = xp.multiply(m, _f32(lr), out=tmp)
+        tmp /= denom
+        w -= tmp
+    else:
+        eta, dwd = decoupled_wd
+        tmp = xp.multiply(m, _f32(lr), out=tmp)
+        tmp /= denom
+        if dwd:
+            tmp += _f32(dwd) * w
+        tmp *= _f32(eta)
+        w -= tmp
+
+
+@register
+class Adam(Optimizer):
+    """Adam (MXNet's adam_update): `g = clip(rescale_grad*grad + wd*w)`, bias correction folded into the rate,
+    `lr_t = lr*sqrt(1-beta2^t)/(1-beta1^t)`, `w -= lr_t*m/(sqrt(v)+epsilon)`."""
+    _hparams = ("beta1", "beta2", "epsilon", "lazy_update")
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_update=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.lazy_update = lazy_update
+        self.aggregate_num = 4
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def _coef(self, t):
+        return math.sqrt(1. - self.beta2 ** t) / (1. - self.beta1 ** t)
+
+    def _kernel(self, xp, w, g, m, v, lr, wd, t):
+        _adam_kernel(xp, w, g, m, v, lr * self._coef(t), wd, self.rescale_grad, self.clip_gradient, self.beta1,
+                     self.beta2, self.epsilon)
+
+    def _chunk_kernel(self, lr, wd, t):
+        return lambda xp, w, g, m, v: self._kernel(xp, w, g, m, v, lr, wd, t)
+
+    def _step(self, index, w, g, state, lr, wd):
+        t = self._index_update_count[index]
+        self._kernel(_xp_of(w), w, g, state[0]._data, state[1]._data, lr, wd, t)
+
+    def _update_many(self, indices, weights, grads, states):
+        if len(indices) < 2 or any(self._mp(w) for w in weights):
+            return super()._update_many(indices, weights, grads, states)
+        counts = self._index_update_count
+        groups = self._grouped(indices, weights, grads, states, extra_key=lambda i: counts[i])
+        for positions, lr, wd in groups:
+            ws = [weights[p] for p in positions]
+            gs = [grads[p] for p in positions]
+            ms = [states[p][0] for p in positions]
+            vs = [states[p][1] for p in positions]
+            t = counts[indices[positions[0]]]
+            if len(positions) > 1 and packable(ws + gs + ms + vs):
+                _chunked(ws[0]._ctx.xp, self._chunk_kernel(lr, wd, t),
+                         [self._flat(ws), self._flat(gs), self._flat(ms), self._flat(vs)])
+            else:
+                for p in positions:
+                    self._kernel(_xp_of(weights[p]._data), weights[p]._data, grads[p]._data, states[p][0]._data,
+                                 states[p][1]._data, lr, wd, t)
+            for w in ws:
+                w._bump_version()
+
+
+@register
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter), MXNet's `contrib.adamw_update` semantics with
+    `eta` = the (scheduled) learning rate: `g = clip(rescale_grad*grad)` (no wd in the gradient),
+    `w -= lr*(c_t*m/(sqrt(v)+epsilon) + wd*w)`, `c_t = sqrt(1-beta2^t)/(1-beta1^t)` (1 if `correct_bias=False`).
+    Not registered in MXNet 1.9.1 (only the contrib op is); gluonnlp's AdamW is the same update."""
+    _hparams = Adam._hparams + ("correct_bias",)
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, correct_bias=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, beta1=beta1, beta2=beta2, epsilon=epsilon, **kwargs)
+        self.correct_bias = correct_bias
+
+    def _kernel(self, xp, w, g, m, v, lr, wd, t):
+        coef = self._coef(t) if self.correct_bias else 1.0
+        _adam_kernel(xp, w, g, m, v, coef, wd, self.rescale_grad, self.clip_gradient, self.beta1, self.beta2,
+                     self.epsilon, decoupled_wd=(lr, wd))
+
+
+def _rescaled(xp, g, w, rescale, wd, clip, wd_first=True):
+    """`clip(rescale*g + wd*w)` (wd_first) or `clip(rescale*g)` as a new buffer of w's dtype."""
+    tmp = xp.multiply(g, _f32(rescale), dtype=w.dtype)
+    if wd_first and wd:
+        tmp += _f32(wd) * w
+    if _clip_on(clip):
+        xp.clip(tmp, -_f32(clip), _f32(clip), out=tmp)
+    return tmp
+
+
+@register
+class Adamax(Optimizer):
+    """AdaMax: `g = clip(rescale_grad*grad + wd*w)`, `m = beta1*m + (1-beta1)*g`, `u = max(beta2*u, |g|)`,
+    `w -= lr/(1-beta1^t) * m/u`."""
+    _hparams = ("beta1", "beta2")
+
+    def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp_of(w)
+        t = self._index_update_count[index]
+        lr = lr / (1. - self.beta1 ** t)
+        grad = _rescaled(xp, g, w, self.rescale_grad, wd, self.clip_gradient)
+        m, u = state[0]._data, state[1]._data
+        m *= _f32(self.beta1)
+        m += _f32(1. - self.beta1) * grad
+        xp.maximum(_f32(self.beta2) * u, xp.abs(grad), out=u)
+        w -= _f32(lr) * m / u
+
+
+@register
+class Nadam(Optimizer):
+    """Nesterov Adam with MXNet's momentum schedule (`schedule_decay`). The schedule product is kept per
+    parameter (MXNet 1.9.1 keeps one for the whole optimizer, which is only right for a single parameter)."""
+    _hparams = ("beta1", "beta2", "epsilon", "schedule_decay")
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, schedule_decay=0.004, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.schedule_decay = schedule_decay
+        self.m_schedule = {}
+
+    def _extra_state(self):
+        return {"m_schedule": [[k, v] for k, v in self.m_schedule.items()]}
+
+    def _load_extra_state(self, extra):
+        self.m_schedule = {_key(k): v for k, v in (extra or {}).get("m_schedule", [])}
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp_of(w)
+        t = self._index_update_count[index]
+        grad = _rescaled(xp, g, w, self.rescale_grad, wd, self.clip_gradient)
+        momentum_t = self.beta1 * (1. - 0.5 * (pow(0.96, t * self.schedule_decay)))
+        momentum_t_1 = self.beta1 * (1. - 0.5 * (pow(0.96, (t + 1) * self.schedule_decay)))
+        schedule = self.m_schedule.get(index, 1.) * momentum_t
+        self.m_schedule[index] = schedule
+        schedule_next = schedule * momentum_t_1
+        m, v = state[0]._data, state[1]._data
+        m *= _f32(self.beta1)
+        m += _f32(1. - self.beta1) * grad
+        v *= _f32(self.beta2)
+        v += _f32(1. - self.beta2) * grad * grad
+        grad_prime = grad / _f32(1. - schedule)
+        m_prime = m / _f32(1. - schedule_next)
+        v_prime = v / _f32(1. - pow(self.beta2, t))
+        m_bar = _f32(1. - momentum_t) * grad_prime + _f32(momentum_t_1) * m_prime
+        w -= _f32(lr) * m_bar / (xp.sqrt(v_prime) + _f32(self.epsilon))
+
+
+@register
+class AdaGrad(Optimizer):
+    """AdaGrad: `g = clip(rescale_grad*grad)`, `h += g^2`, `w -= lr*(g/sqrt(h + eps) + wd*w)`."""
+    _hparams = ("float_stable_eps",)
+
+    def __init__(self, eps=1e-7, **kwargs):
+        super().__init__(**kwargs)
+        self.float_stable_eps = eps
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight)
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp_of(w)
+        grad = _rescaled(xp, g, w, self.rescale_grad, 0, self.clip_gradient, wd_first=False)
+        h = state._data
+        h += grad * grad
+        div = grad / xp.sqrt(h + _f32(self.float_stable_eps))
+        w += (div + w * _f32(wd)) * _f32(-lr)
+
+
+@register
+class AdaDelta(Optimizer):
+    """AdaDelta (no learning rate, as in MXNet 1.x): `g = clip(rescale_grad*grad)`,
+    `acc_g = rho*acc_g + (1-rho)*g^2`, `d = sqrt(acc_d + eps)/sqrt(acc_g + eps)*g`,
+    `acc_d = rho*acc_d + (1-rho)*d^2`, `w -= d + wd*w`."""
+    _hparams = ("rho", "epsilon")
+
+    def __init__(self, rho=0.90, epsilon=1e-5, **kwargs):
+        super().__init__(**kwargs)
+        self.rho = rho
+        self.epsilon = epsilon
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp_of(w)
+        grad = _rescaled(xp, g, w, self.rescale_grad, 0, self.clip_gradient, wd_first=False)
+        acc_g, acc_d = state[0]._data, state[1]._data
+        rho, eps = _f32(self.rho), _f32(self.epsilon)
+        acc_g *= rho
+        acc_g += (_f32(1) - rho) * grad * grad
+        delta = xp.sqrt(acc_d + eps) / xp.sqrt(acc_g + eps) * grad
+        acc_d *= rho
+        acc_d += (_f32(1) - rho) * delta * delta
+        w -= delta + _f32(wd) * w
+
+
+@register
+class RMSProp(Optimizer):
+    """RMSProp (Tieleman & Hinton) or, with `centered=True`, Graves' version (MXNet's rmsprop_update /
+    rmspropalex_update): `g = clip(rescale_grad*grad + wd*w)`, `n = (1-gamma1)*g^2 + gamma1*n`;
+    plain: `w -= lr*g/sqrt(n + epsilon)`; centered: `gm = (1-gamma1)*g + gamma1*gm`,
+    `delta = gamma2*delta - lr*g/sqrt(n - gm^2 + epsilon)`, `w += delta`. `clip_weights` clips w afterwards."""
+    _hparams = ("gamma1", "gamma2", "centered", "epsilon", "clip_weights")
+
+    def __init__(self, learning_rate=0.001, gamma1=0.9, gamma2=0.9, epsilon=1e-8, centered=False, clip_weights=None,
+                 **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.gamma1 = gamma1
+        self.gamma2 = gamma2
+        self.centered = centered
+        self.epsilon = epsilon
+        self.clip_weights = clip_weights
+
+    def create_state(self, index, weight):
+        if self.centered:
+            return (_zeros_like(weight), _zeros_like(weight), _zeros_like(weight))
+        return (_zeros_like(weight),)
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp_of(w)
+        grad = _rescaled(xp, g, w, self.rescale_grad, wd, self.clip_gradient)
+        g1 = _f32(self.gamma1)
+        n = state[0]._data
+        n *= g1
+        n += (_f32(1) - g1) * grad * grad
+        if not self.centered:
+            w -= _f32(lr) * grad / xp.sqrt(n + _f32(self.epsilon))
+        else:
+            gm, delta = state[1]._data, state[2]._data
+            gm *= g1
+            gm += (_f32(1) - g1) * grad
+            delta *= _f32(self.gamma2)
+            delta -= _f32(lr) * grad / xp.sqrt(n - gm * gm + _f32(self.epsilon))
+            w += delta
+        if _clip_on(self.clip_weights):
+            xp.clip(w, -_f32(self.clip_weights), _f32(self.clip_weights), out=w)
+
+
+@register
+class Ftrl(Optimizer):
+    """FTRL-proximal (MXNet's ftrl_update): `g = clip(rescale_grad*grad)`,
+    `z += g - (sqrt(n + g^2) - sqrt(n))*w/lr`, `n += g^2`,
+    `w = (sign(z)*lamda1 - z)/((beta + sqrt(n))/lr + wd) * (|z| > lamda1)`."""
+    _hparams = ("lamda1", "beta")
+
+    def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
+        super().__init__(**kwargs)
+        self.lamda1 = lamda1
+        self.beta = beta
+        self.lr = learning_rate
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp_of(w)
+        grad = _rescaled(xp, g, w, self.rescale_grad, 0, self.clip_gradient, wd_first=False)
+        z, n = state[0]._data, state[1]._data
+        lr, l1 = _f32(lr), _f32(self.lamda1)
+        z += grad - (xp.sqrt(n + grad * grad) - xp.sqrt(n)) * w / lr
+        n += grad * grad
+        w[...] = (xp.sign(z) * l1 - z) / ((_f32(self.beta) + xp.sqrt(n)) / lr + _f32(wd)) * (xp.abs(z) > l1)
+
+
+@register
+class FTML(Optimizer):
+    """FTML (MXNet's ftml_update): `g = clip(rescale_grad*grad + wd*w)`, `v = beta2*v + (1-beta2)*g^2`,
+    `d_t = (1-beta1^t)/lr*(sqrt(v/(1-beta2^t)) + eps)`, `z = beta1*z + (1-beta1)*g - (d_t - beta1*d_{t-1})*w`,
+    `w = -z/d_t`."""
+    _hparams = ("beta1", "beta2", "epsilon")
+
+    def __init__(self, beta1=0.6, beta2=0.999, epsilon=1e-8, **kwargs):
+        super().__init__(**kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight), _zeros_like(weight))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp_of(w)
+        t = self._index_update_count[index]
+        grad = _rescaled(xp, g, w, self.rescale_grad, wd, self.clip_gradient)
+        d, v, z = state[0]._data, state[1]._data, state[2]._data
+        b1, b2 = _f32(self.beta1), _f32(self.beta2)
+        v *= b2
+        v += (_f32(1) - b2) * grad * grad
+        d_t = _f32((1. - self.beta1 ** t) / lr) * (xp.sqrt(v / _f32(1. - self.beta2 ** t)) + _f32(self.epsilon))
+        z *= b1
+        z += (_f32(1) - b1) * grad - (d_t - b1 * d) * w
+        d[...] = d_t
+        w[...] = -z / d_t
+
+
+@register
+class Signum(Optimizer):
+    """Signum / signSGD (MXNet's signum_update / signsgd_update). With momentum:
+    `m = momentum*m - (1-momentum)*(clip(rescale_grad*grad) + wd*w)`, `w = (1 - lr*wd_lh)*w + lr*sign(m)`;
+    with momentum 0 (MXNet's signsgd_update): `w = (1 - lr*(wd + wd_lh))*w - lr*sign(clip(rescale_grad*grad))`
+    (MXNet 1.9.1 rejects wd_lh there)."""
+    _hparams = ("momentum", "wd_lh")
+
+    def __init__(self, learning_rate=0.01, momentum=0.9, wd_lh=0.0, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.momentum = momentum
+        self.wd_lh = wd_lh
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp_of(w)
+        grad = _rescaled(xp, g, w, self.rescale_grad, 0, self.clip_gradient, wd_first=False)
+        lr = _f32(lr)
+        if state is not None:
+            if wd:
+                grad += _f32(wd) * w
+            m = state._data
+            mom = _f32(self.momentum)
+            m *= mom
+            m -= (_f32(1) - mom) * grad
+            if self.wd_lh:
+                w *= _f32(1) - lr * _f32(self.wd_lh)
+            w += lr * xp.sign(m)
+        else:
+            # MXNet's signsgd_update: w = (1 - lr*wd)*w - lr*sign(clip(rescale*grad)); wd_lh adds to the decay
+            decay = _f32(wd) + _f32(self.wd_lh)
+            if decay:
+                w *= _f32(1) - lr * decay
+            w -= lr * xp.sign(grad)
+
+
+@register
+class SignSGD(Signum):
+    """signSGD: Signum without momentum (`w = (1 - lr*wd)*w - lr*sign(clip(rescale_grad*grad))`)."""
+
+    def __init__(self, learning_rate=0.01, momentum=0.0, wd_lh=0.0, **kwargs):
+        super().__init__(learning_rate=learning_rate, momentum=momentum, wd_lh=wd_lh, **kwargs)
+
+
+@register
+class LAMB(Optimizer):
+    """LAMB (MXNet's lamb_update_phase1/phase2): `g = clip(rescale_grad*grad)`, Adam moments, with
+    `bias_correction` `m/(1-beta1^t)`, `v/(1-beta2^t)`; `u = m/(sqrt(v)+eps) + wd*w`; `r1 = ||w||` (clamped to
+    [lower_bound, upper_bound] when set), `r2 = ||u||`; `w -= lr * (r1/r2 if both > 0 else 1) * u`."""
+    _hparams = ("beta1", "beta2", "epsilon", "lower_bound", "upper_bound", "bias_correction")
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, lower_bound=None,
+                 upper_bound=None, bias_correction=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+        self.bias_correction = bias_correction
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))
+
+    def _step(self, index, w, g, state, lr, wd):
+        xp = _xp_of(w)
+        t = self._index_update_count[index]
+        grad = _rescaled(xp, g, w, self.rescale_grad, 0, self.clip_gradient, wd_first=False)
+        m, v = state[0]._data, state[1]._data
+        b1, b2 = _f32(self.beta1), _f32(self.beta2)
+        m *= b1
+        m += (_f32(1) - b1) * grad
+        v *= b2
+        v += (_f32(1) - b2) * grad * grad
+        if self.bias_correction:
+            m_hat = m / _f32(1. - self.beta1 ** t)
+            v_hat = v / _f32(1. - self.beta2 ** t)
+        else:
+            m_hat, v_hat = m, v
+        upd = m_hat / (xp.sqrt(v_hat) + _f32(self.epsilon))
+        if wd:
+            upd += _f32(wd) * w
+        r1 = xp.sqrt(xp.sum(w.astype(np.float32) ** 2))
+        r2 = xp.sqrt(xp.sum(upd.astype(np.float32) ** 2))
+        if self.lower_bound:
+            r1 = xp.maximum(r1, _f32(self.lower_bound))
+        if self.upper_bound:
+            r1 = xp.minimum(r1, _f32(self.upper_bound))
+        ratio = r1 / r2 if (float(r1) != 0.0 and float(r2) != 0.0) else _f32(1)
+        w -= (_f32(lr) * ratio).astype(w.dtype) * upd
+
+
+@register
+class LARS(Optimizer):
+    """LARS (MXNet's multi_lars + sgd(_mom)_update): per layer `lr *= eta*||w||/(||g||*rescale_grad + wd*||w|| +
+    eps)` when both norms are > 0, except parameters whose name (param_idx2name) ends in gamma, beta or bias; then
+    SGD with momentum (momentum scaled by lr_now/lr_before when `momentum_correction`)."""
+    _hparams = ("momentum", "lazy_update", "eta", "eps", "momentum_correction", "last_lr", "cur_lr")
+
+    def __init__(self, momentum=0.0, lazy_update=True, eta=0.001, eps=0, momentum_correction=True, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.momentum_correction = momentum_correction
+        self.lazy_update = lazy_update
+        self.eta = eta
+        self.eps = eps
+        self.last_lr = None
+        self.cur_lr = None
+
+    def set_wd_mult(self, args_wd_mult):
+        self.wd_mult = {}
+        for name in self.idx2name.values():
+            if not name.endswith("_weight"):
+                self.wd_mult[name] = 0.0
+        if self.sym_info:
+            attr, arg_names = self.sym_info
+            for name in arg_names:
+                if name in attr and "__wd_mult__" in attr[name]:
+                    self.wd_mult[name] = float(attr[name]["__wd_mult__"])
+        self.wd_mult.update(args_wd_mult)
+
+    def _get_lrs(self, indices):
+        if self.cur_lr is not None:
+            self.last_lr = self.cur_lr
+        lr = self._base_lr()
+        if self.cur_lr is None:
+            self.last_lr = lr
+        self.cur_lr = lr
+        return super()._get_lrs(indices)
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def create_state_multi_precision(self, index, weight):
+        if self._mp(weight):
+            master = _wrap(weight._data.astype(np.float32), weight._ctx)
+            return (self.create_state(index, master), master)
+        return super().create_state_multi_precision(index, weight)
+
+    def _split_mp_state(self, state):
+        return state[1], state[0]
+
+    def _momentum(self):
+        if self.momentum > 0 and self.momentum_correction and self.last_lr:
+            return self.momentum * (self.cur_lr / self.last_lr)
+        return self.momentum
+
+    def _lars_lr(self, index, w, g, lr, wd):
+        name = self.idx2name.get(index, str(index))
+        if name.endswith("gamma") or name.endswith("beta") or name.endswith("bias"):
+            return lr
+        xp = _xp_of(w)
+        w_norm = float(xp.sqrt(xp.sum(w.astype(np.float32) ** 2)))
+        g_norm = float(xp.sqrt(xp.sum(g.astype(np.float32) ** 2))) * self.rescale_grad
+        if w_norm > 0.0 and g_norm > 0.0:
+            return float(_f32(lr) * _f32(self.eta * w_norm / (g_norm + wd * w_norm + self.eps)))
+        return lr
+
+    def _step(self, index, w, g, state, lr, wd):
+        lr = self._lars_lr(index, w, g, lr, wd)
+        _sgd_kernel(_xp_of(w), w, g, None if state is None else state._data, lr, wd, self.rescale_grad,
+                    self.clip_gradient, self._momentum())
+
+
+@register
+class Test(Optimizer):
+    """MXNet's test optimizer: `w += rescale_grad*grad` (state: zeros)."""
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight)
+
+    def _step(self, index, w, g, state, lr, wd):
+        w += _f32(self.rescale_grad) * g
+        state._data[...] = w
+
+
+# ====================================================================== Updater
+class Updater:
+    """`updater(index, grad, weight)` (or lists of each): creates states on first sight, then updates. Lists go
+    to the optimizer's multi-tensor path. `states` maps index -> state."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self.states = {}
+        self.states_synced = {}
+        self.aggregate_updates = optimizer.aggregate_num > 0
+
+    def __call__(self, index, grad, weight):
+        if not isinstance(index, (list, tuple)):
+            indices, grads, weights = [index], [grad], [weight]
+        else:
+            indices, grads, weights = list(index), list(grad), list(weight)
+        if not indices:
+            return
+        for i, w in zip(indices, weights):
+            if i not in self.states:
+                self.states[i] = self.optimizer.create_state_multi_precision(i, w)
+                self.states_synced[i] = True
+            elif not self.states_synced[i]:
+                self.states[i] = self.sync_state_context(self.states[i], w.context)
+                self.states_synced[i] = True
+        self.optimizer._set_current_context(_ctx_key(weights[0].context))
+        states = [self.states[i] for i in indices]
+        if len(indices) == 1:
+            self.optimizer.update_multi_precision(indices[0], weights[0], grads[0], states[0])
+        else:
+            self.optimizer._update_many(indices, weights, grads, states)
+
+    def sync_state_context(self, state, context):
+        if isinstance(state, NDArray):
+            return state.as_in_context(context)
+        if isinstance(state, (tuple, list)):
+            synced = [self.sync_state_context(s, context) for s in state]
+            return tuple(synced) if isinstance(state, tuple) else synced
+        return state
+
+    # ------------------------------------------------------------------ states <-> bytes (no pickle)
+    def get_states(self, dump_optimizer=False):
+        """The states as bytes: MXNet's NDArray-list format (`nd.load`-able) holding every state array, plus one
+        uint8 array named `__mixnet_states__` with a JSON document (the states' structure and, with
+        `dump_optimizer`, the optimizer's class, hyper-parameters, update counts and lr_scheduler state)."""
+        arrays, names = [], []
+        layout = []
+        for index, state in self.states.items():
+            layout.append([_encode_key(index), _encode_state(state, f"s{len(layout)}", arrays, names)])
+        doc = {"format": "mixnet-optimizer-states", "version": 1, "states": layout}
+        if dump_optimizer:
+            doc["optimizer"] = {"class": type(self.optimizer).__name__,
+                                "hyperparams": self.optimizer._hyperparams()}
+        blob = np.frombuffer(json.dumps(doc, allow_nan=True).encode("utf-8"), dtype=np.uint8).copy()
+        arrays.append(blob)
+        names.append(STATES_JSON_KEY)
+        version = 3 if any(a.ndim == 0 for a in arrays) else 2
+        return serialization.encode(arrays, names, version=version)
+
+    def set_states(self, states):
+        """Restores from get_states bytes. MXNet's pickled states are refused (unpickling runs arbitrary code)."""
+        states = bytes(states)
+        if states[:1] == b"\x80":
+            raise MXNetError("This optimizer-state file is a Python pickle (MXNet's Trainer.save_states format). "
+                             "mixnet never unpickles (it can run arbitrary code); re-save the states with mixnet.")
+        arrays, names = serialization.decode(states)
+        if names is None or STATES_JSON_KEY not in names:
+            raise MXNetError("Not a mixnet optimizer-state file (no __mixnet_states__ entry)")
+        by_name = dict(zip(names, arrays))
+        doc = json.loads(bytes(by_name.pop(STATES_JSON_KEY)).decode("utf-8"))
+        if doc.get("format") != "mixnet-optimizer-states":
+            raise MXNetError(f"Unknown optimizer-state format {doc.get('format')!r}")
+        if "optimizer" in doc:
+            saved = doc["optimizer"]
+            if type(self.optimizer).__name__ != saved["class"]:
+                key = saved["class"].lower()
+                if key not in Optimizer.opt_registry:
+                    raise MXNetError(f"The states were saved with optimizer {saved['class']!r}, which is not "
+                                     "registered")
+                self.optimizer = Optimizer.opt_registry[key]()
+            self.optimizer._set_hyperparams(saved["hyperparams"])
+        self.states = {}
+        for key, spec in doc["states"]:
+            self.states[_decode_key(key)] = _decode_state(spec, by_name)
+        self.states_synced = dict.fromkeys(self.states, False)
+
+
+STATES_JSON_KEY = "__mixnet_states__"
+
+
+def _encode_key(index):
+    return ["t", list(index)] if isinstance(index, tuple) else index
+
+
+def _decode_key(key):
+    if isinstance(key, list) and len(key) == 2 and key[0] == "t":
+        return tuple(key[1])
+    return key
+
+
+def _encode_state(state, prefix, arrays, names):
+    if state is None:
+        return None
+    if isinstance(state, NDArray):
+        names.append(prefix)
+        arrays.append(state.asnumpy())
+        return {"nd": prefix, "ctx": str(state.context)}
+    if isinstance(state, (tuple, list)):
+        return {"tuple" if isinstance(state, tuple) else "list":
+                [_encode_state(s, f"{prefix}_{k}", arrays, names) for k, s in enumerate(state)]}
+    if isinstance(state, (int, float, str, bool)):
+        return {"value": state}
+    raise MXNetError(f"Cannot save optimizer state of type {type(state).__name__} (only NDArrays, tuples, lists "
+                     "and numbers)")
+
+
+def _decode_state(spec, by_name):
+    from ..ndarray.ndarray import array
+    if spec is None:
+        return None
+    if "nd" in spec:
+        data = by_name[spec["nd"]]
+        return array(data, dtype=data.dtype)
+    if "tuple" in spec:
+        return tuple(_decode_state(s, by_name) for s in spec["tuple"])
+    if "list" in spec:
+        return [_decode_state(s, by_name) for s in spec["list"]]
+    return spec["value"]
+
+
+def write_atomic(fname, data):
+    """Writes bytes to fname through a temporary file in the same directory, fsynced and renamed over it."""
+    import os
+    import tempfile
+    dirname = os.path.dirname(os.path.abspath(fname))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(fname) + ".", suffix=".tmp", dir=dirname)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, fname)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def get_updater(optimizer):
+    """An Updater for `optimizer` (what KVStore.set_optimizer and gluon.Trainer use)."""
+    return Updater(optimizer)
