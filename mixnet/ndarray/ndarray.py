@@ -424,25 +424,22 @@ def _op_call(name, inputs, attrs):
 
 
 def _binary(lhs, rhs, array_op, scalar_op):
-    """lhs <op> rhs where lhs is an NDArray: NDArray rhs -> broadcasting op, number -> scalar op."""
+    """lhs <op> rhs where lhs is an NDArray: NDArray (or numpy) rhs -> broadcasting op, number -> scalar op.
+
+    Reflected operators (`2 - x`) pass array_op=None: Python only reflects for non-NDArray left operands, and a
+    numpy left operand is handled by numpy through __array_ufunc__, so only numbers reach them.
+    """
+    if isinstance(rhs, np.ndarray) and array_op is not None:
+        rhs = array(rhs, ctx=lhs._ctx, dtype=lhs._data.dtype)
     if isinstance(rhs, NDArray):
         return dispatch.apply(_OP_CACHE.get(array_op) or _op(array_op), (lhs, rhs), _NO_ATTRS)
     if isinstance(rhs, (int, float)) or isinstance(rhs, numbers.Number) or (
             isinstance(rhs, np.generic) and rhs.ndim == 0):
         return dispatch.apply(_OP_CACHE.get(scalar_op) or _op(scalar_op), (lhs,), {"scalar": float(rhs)})
-    if isinstance(rhs, np.ndarray):
-        if array_op is None:
-            return _binary_reflected_array(lhs, rhs, scalar_op)
-        return _binary(lhs, array(rhs, ctx=lhs._ctx, dtype=lhs._data.dtype), array_op, scalar_op)
     return NotImplemented
 
 
 _NO_ATTRS = {}
-
-
-def _binary_reflected_array(lhs, rhs, scalar_op):
-    raise MXNetError(f"{scalar_op}: a numpy array on the left of an NDArray operator; convert it with "
-                     "mx.nd.array() first")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -67,7 +67,14 @@ def infer_by_running(op, shapes, dtypes, attrs):
 
 
 def infer(op, shapes, dtypes, attrs):
-    """Output shapes and dtypes of `op` for the given input shapes/dtypes, from the op's declaration."""
-    if op.infer is not None:
-        return op.infer(shapes, dtypes, **attrs)
-    return infer_by_running(op, shapes, dtypes, attrs)
+    """Output shapes and dtypes of `op` for the given input shapes/dtypes, from the op's declaration.
+    Bad input raises the same kind of error as an eager call: an OpError naming the op, shapes and dtypes."""
+    if op.dynamic_shape:
+        raise MXNetError(f"{op.name}: the output shape depends on the input values, not only on their shapes")
+    try:
+        if op.infer is not None:
+            return op.infer(shapes, dtypes, **attrs)
+        return infer_by_running(op, shapes, dtypes, attrs)
+    except (MXNetError, ValueError, TypeError, IndexError) as err:
+        stand_ins = [np.broadcast_to(np.zeros((), dtype=d), tuple(s)) for s, d in zip(shapes, dtypes)]
+        raise dispatch.op_error(op, stand_ins, attrs, err) from None

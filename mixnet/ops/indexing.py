@@ -466,7 +466,7 @@ def _boolean_mask_grad(c, g):
 
 
 register(OpDef(
-    name="_contrib_boolean_mask", kernel=_boolean_mask, inputs=("data", "index"), nondiff_inputs=(1,),
+    name="_contrib_boolean_mask", kernel=_boolean_mask, inputs=("data", "index"), nondiff_inputs=(1,), dynamic_shape=True,
     attrs={"axis": Attr(parse_int, 0)}, grad=_boolean_mask_grad,
     test=OpTest(ref=lambda d, i, axis: np.stack([r for r, k in zip(d, i) if k != 0]) if (i != 0).any()
                 else d[:0], int_inputs={1: (0, 2)}, cases=(

@@ -65,6 +65,7 @@ class OpDef:
     train_aware: bool = False                # kernel takes is_train= (Dropout, BatchNorm)
     random: bool = False                     # kernel takes rng= (a numpy/cupy Generator)
     creates: bool = False                    # no array inputs; takes ctx= and makes a new array
+    dynamic_shape: bool = False              # output shape depends on input values (boolean_mask)
     hidden: bool = False                     # internal (gradient helpers such as _sum_to): still nd._name, as MXNet
     test: Optional[OpTest] = None
     doc: str = ""
