@@ -123,7 +123,9 @@ class Block:
         for key, child in self._children.items():
             body = repr(child).replace("\n", "\n  ")
             lines.append(f"  ({key}): {body}")
-        return "\n".join(lines) + "\n)" if self._children else f"{type(self).__name__}()"
+        if not self._children:
+            lines.append("")       # MXNet 1.x prints a childless block as 'Name(\n\n)'
+        return "\n".join(lines) + "\n)"
 
     # ------------------------------------------------------------------ naming
     @property
@@ -295,7 +297,7 @@ def _summary_table(rows, root):
         return sum(int(np.prod(p.shape)) for p in params if p.shape is not None and all(p.shape))
 
     lines = ["-" * 78, f"{'Layer (type)':<34}{'Output Shape / Parameters':<32}{'Param #':>12}", "=" * 78]
-    seen, total, trainable = set(), 0, 0
+    seen, total, trainable, partial = set(), 0, 0, ""
     for block, shapes in rows:
         params = [p for p in own_params(block) if id(p) not in seen]
         n = count(params)
@@ -305,9 +307,11 @@ def _summary_table(rows, root):
         desc = ", ".join(_shape_text(s) for s in shapes) if shapes else \
             ", ".join(_shape_text(p.shape) if p.shape is not None else "?" for p in params) or "-"
         known = "" if all(p.shape is not None and all(p.shape) for p in params) else "?"
-        lines.append(f"{block.name + ' (' + type(block).__name__ + ')':<34}{desc:<32}{(str(n) + known):>12}")
-    lines += ["=" * 78, f"Parameters in total: {total}", f"Trainable parameters: {trainable}",
-              f"Non-trainable parameters: {total - trainable}", "-" * 78]
+        partial = partial or known      # totals get a '?' too while some shapes are unknown
+        label = f"{block.name} ({type(block).__name__})"
+        lines.append(f"{label:<33} {desc:<31} {(str(n) + known):>12}")
+    lines += ["=" * 78, f"Parameters in total: {total}{partial}", f"Trainable parameters: {trainable}{partial}",
+              f"Non-trainable parameters: {total - trainable}{partial}", "-" * 78]
     return "\n".join(lines)
 
 

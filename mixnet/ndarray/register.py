@@ -26,8 +26,10 @@ def bind_arguments(op, args, kwargs):
         n_positional = len([n for n in op.inputs if n not in kwargs])
         positional_inputs, args = args[:n_positional], args[n_positional:]
     else:
-        while args and isinstance(args[0], (NDArray, np.ndarray)):
+        # Optional inputs: leading arrays are inputs; an explicit None marks an absent one (bias with no_bias).
+        while args and (args[0] is None or isinstance(args[0], (NDArray, np.ndarray))):
             positional_inputs.append(args.pop(0))
+        positional_inputs = [x for x in positional_inputs if x is not None]
     if op.variadic and positional_inputs and not args and len(positional_inputs) == 1 \
             and isinstance(positional_inputs[0], (list, tuple)):
         positional_inputs = list(positional_inputs[0])

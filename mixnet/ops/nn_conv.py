@@ -62,14 +62,31 @@ def _windows(xp, x, out, kernel, stride, dilate, pad, value=0.0):
 
 
 def _im2col(xp, x, out, kernel, stride, dilate, pad, group):
-    """(group, N * prod(out), C/group * prod(kernel)) copy of the patches."""
+    """(group, C/group * prod(kernel), N * prod(out)) copy of the patches.
+
+    Rows are (channel, *kernel), columns (batch, *out): the copy then runs along the contiguous output width,
+    which is several times faster than the (N*P, C*K) layout whose innermost run is one kernel row.
+    """
     n, c = x.shape[:2]
     nd = len(kernel)
     win = _windows(xp, x, out, kernel, stride, dilate, pad)            # N, C, *O, *K
-    win = win.reshape((n, group, c // group) + tuple(out) + tuple(kernel))
-    perm = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
-    cols = xp.ascontiguousarray(win.transpose(perm))
-    return cols.reshape(group, n * int(np.prod(out)), (c // group) * int(np.prod(kernel)))
+    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))
+    cols = xp.ascontiguousarray(win.transpose(perm))                   # C, *K, N, *O
+    return cols.reshape(group, (c // group) * int(np.prod(kernel)), n * int(np.prod(out)))
+
+
+def _grad_cols(xp, g, group):
+    """(group, F/group, N * prod(out)) copy of the output gradient (N, F, *out)."""
+    n, f = g.shape[:2]
+    return xp.ascontiguousarray(g.reshape(n, f, -1).transpose(1, 0, 2)).reshape(group, f // group, -1)
+
+
+def _gemm(xp, a, b):
+    """Grouped a @ b for (group, m, k) @ (group, k, n): one 2-D GEMM per group. numpy's batched matmul does not
+    hand transposed operands to BLAS (it was 10x slower here), 2-D matmul does."""
+    if a.shape[0] == 1:
+        return xp.matmul(a[0], b[0])[None]
+    return xp.stack([xp.matmul(a[i], b[i]) for i in range(a.shape[0])])
 
 
 def _check_group(c, f, group, what):
@@ -94,12 +111,11 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None):
     if any(o <= 0 for o in out):
         raise ValueError(f"kernel {kernel} (dilate {dilate}) is larger than the padded input {x.shape[2:]} "
                          f"with pad {pad}")
-    cols = _im2col(xp, x, out, kernel, stride, dilate, pad, group)      # g, N*P, Cg*K
+    cols = _im2col(xp, x, out, kernel, stride, dilate, pad, group)      # g, Cg*K, N*P
     wm = w.reshape(group, f // group, -1)                                # g, Fg, Cg*K
-    y = xp.matmul(cols, wm.transpose(0, 2, 1))                           # g, N*P, Fg
-    y = y.reshape((group, n) + tuple(out) + (f // group,))
-    perm = (1, 0, nd + 2) + tuple(range(2, 2 + nd))
-    return xp.ascontiguousarray(y.transpose(perm)).reshape((n, f) + tuple(out)).astype(x.dtype, copy=False)
+    y = _gemm(xp, wm, cols).reshape((f, n) + tuple(out))                # F, N, *O
+    perm = (1, 0) + tuple(range(2, 2 + nd))
+    return xp.ascontiguousarray(y.transpose(perm)).astype(x.dtype, copy=False)
 
 
 def conv_data_grad(xp, g, w, shape, kernel, stride, dilate, pad, group):
@@ -116,21 +132,19 @@ def conv_data_grad(xp, g, w, shape, kernel, stride, dilate, pad, group):
         raise ValueError(f"input channels ({f}) must be divisible by num_group ({group})")
     cg = w.shape[1]
     c = cg * group
-    gm = g.reshape((n, group, f // group, -1)).transpose(1, 0, 3, 2).reshape(group, -1, f // group)
+    gm = _grad_cols(xp, g, group)                                        # g, Fg, N*P
     wm = w.reshape(group, f // group, cg * int(np.prod(kernel)))
-    cols = xp.matmul(gm, wm)                                             # g, N*P, Cg*K
-    cols = cols.reshape((group, n) + tuple(out) + (cg,) + kernel)
-    # -> N, g, Cg, *O, *K
-    perm = (1, 0, 2 + nd) + tuple(range(2, 2 + nd)) + tuple(range(3 + nd, 3 + 2 * nd))
-    cols = cols.transpose(perm).reshape((n, c) + tuple(out) + kernel)
+    cols = _gemm(xp, wm.transpose(0, 2, 1), gm)                          # g, Cg*K, N*P
+    cols = cols.reshape((c,) + kernel + (n,) + tuple(out))               # C, *K, N, *O
     padded = [max((o - 1) * s + d * (k - 1) + 1, L + p) for o, s, d, k, L, p in
               zip(out, stride, dilate, kernel, shape, pad)]
-    buf = xp.zeros((n, c) + tuple(padded), dtype=g.dtype)
+    buf = xp.zeros((c, n) + tuple(padded), dtype=cols.dtype)            # C, N, *padded (col2im)
     for kidx in itertools.product(*(range(k) for k in kernel)):
         sl = tuple(slice(ki * d, ki * d + (o - 1) * s + 1, s) for ki, d, o, s in zip(kidx, dilate, out, stride))
-        buf[(slice(None), slice(None)) + sl] += cols[(Ellipsis,) + kidx]
+        buf[(slice(None), slice(None)) + sl] += cols[(slice(None),) + kidx]
     crop = tuple(slice(p, p + L) for p, L in zip(pad, shape))
-    return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop])
+    perm = (1, 0) + tuple(range(2, 2 + nd))
+    return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop].transpose(perm)).astype(g.dtype, copy=False)
 
 
 def conv_weight_grad(xp, x, g, kernel, stride, dilate, pad, group):
@@ -139,9 +153,9 @@ def conv_weight_grad(xp, x, g, kernel, stride, dilate, pad, group):
     f = g.shape[1]
     _check_group(c, f, group, "Convolution")
     out = g.shape[2:]
-    cols = _im2col(xp, x, out, kernel, stride, dilate, pad, group)      # g, N*P, Cg*K
-    gm = g.reshape((n, group, f // group, -1)).transpose(1, 2, 0, 3).reshape(group, f // group, -1)
-    dw = xp.matmul(gm, cols)                                             # g, Fg, Cg*K
+    cols = _im2col(xp, x, out, kernel, stride, dilate, pad, group)      # g, Cg*K, N*P
+    gm = _grad_cols(xp, g, group)                                        # g, Fg, N*P
+    dw = _gemm(xp, gm, cols.transpose(0, 2, 1))                          # g, Fg, Cg*K
     return dw.reshape((f, c // group) + kernel).astype(x.dtype, copy=False)
 
 
@@ -298,13 +312,21 @@ def _k_convolution(xp, data, weight, bias=None, *, kernel, stride, dilate, pad, 
     return y
 
 
+def _in_graph(x):
+    """Whether backward can use a gradient for x (it drops gradients of arrays outside the graph, e.g. the input
+    batch of a network), so the rule may skip computing it."""
+    return x._node is not None
+
+
 def _g_convolution(c, g):
     x, w = c.inputs[:2]
     geo = _geo(c.attrs)
-    grads = (call("_conv_data_grad", g, w, shape=x.shape[2:], **geo), call("_conv_weight_grad", x, g, **geo))
+    grads = (call("_conv_data_grad", g, w, shape=x.shape[2:], **geo) if _in_graph(x) else None,
+             call("_conv_weight_grad", x, g, **geo) if _in_graph(w) else None)
     if len(c.inputs) == 3:
         nd = len(c.attrs["kernel"])
-        grads += (call("Reshape", call("_sum_to", g, shape=_bias_shape(w.shape[0], nd)), shape=(w.shape[0],)),)
+        grads += (call("Reshape", call("_sum_to", g, shape=_bias_shape(w.shape[0], nd)), shape=(w.shape[0],))
+                  if _in_graph(c.inputs[2]) else None,)
     return grads
 
 
@@ -481,11 +503,14 @@ def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten):
     if tuple(weight.shape) != (num_hidden, k):
         raise ValueError(f"weight shape {weight.shape} does not match ({num_hidden}, {k}) (num_hidden, input "
                          "features)")
-    y = xp.matmul(x2, weight.T)
+    y = xp.matmul(x2, weight.T)                            # one GEMM; BLAS takes the transposed weight as is
     if bias is not None:
         if tuple(bias.shape) != (num_hidden,):
             raise ValueError(f"bias shape {bias.shape} does not match ({num_hidden},) (num_hidden,)")
-        y = y + bias
+        if y.dtype == np.result_type(y.dtype, bias.dtype):
+            y += bias                                      # y is fresh: add in place, no second temporary
+        else:
+            y = y + bias
     return y.reshape(out_shape).astype(data.dtype, copy=False)
 
 
@@ -494,10 +519,11 @@ def _g_fc(c, g):
     k = w.shape[1]
     g2 = call("Reshape", g, shape=(-1, w.shape[0]))
     x2 = call("Reshape", x, shape=(-1, k))
-    dx = call("Reshape", call("_fc_data_grad", g2, w), shape=x.shape)
-    grads = (dx, call("_fc_weight_grad", g2, x2))
+    dx = call("Reshape", call("_fc_data_grad", g2, w), shape=x.shape) if _in_graph(x) else None
+    grads = (dx, call("_fc_weight_grad", g2, x2) if _in_graph(w) else None)
     if len(c.inputs) == 3:
-        grads += (call("Reshape", call("_sum_to", g2, shape=(1, w.shape[0])), shape=(w.shape[0],)),)
+        grads += (call("Reshape", call("_sum_to", g2, shape=(1, w.shape[0])), shape=(w.shape[0],))
+                  if _in_graph(c.inputs[2]) else None,)
     return grads
 
 
@@ -578,7 +604,14 @@ def _pool_forward(xp, x, kernel, pool_type, global_pool, pooling_convention, str
     dil = (1,) * nd
     if pool_type == "max":
         fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-        return _windows(xp, x, out, kernel, stride, dil, pad, fill).max(axis=kaxes)
+        win = _windows(xp, x, out, kernel, stride, dil, pad, fill)
+        offsets = _kernel_offsets(kernel)
+        if len(offsets) > _MAX_LOOP:
+            return win.max(axis=kaxes)
+        best = win[(Ellipsis,) + offsets[0]].copy()       # a running maximum over strided views: no reduce over
+        for k in offsets[1:]:                              # window axes (numpy's is ~10x slower there)
+            xp.maximum(best, win[(Ellipsis,) + k], out=best)
+        return best
     if pool_type == "lp":
         p = 2 if p_value is None else p_value
         s = _windows(xp, x ** p if p != 1 else x, out, kernel, stride, dil, pad).sum(axis=kaxes)
@@ -608,6 +641,13 @@ def _scatter_windows(xp, vals, shape, kernel, stride, pad, out):
     return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop])
 
 
+_MAX_LOOP = 32      # windows up to this size are scanned offset by offset; larger ones use reductions
+
+
+def _kernel_offsets(kernel):
+    return list(itertools.product(*(range(k) for k in kernel)))
+
+
 def _max_onehot(xp, data, kernel, stride, pad, out):
     """(N, C, *out, *kernel) 0/1: where each window's (first) maximum sits."""
     nd = len(kernel)
@@ -617,6 +657,35 @@ def _max_onehot(xp, data, kernel, stride, pad, out):
     idx = flat.argmax(axis=-1)
     onehot = (xp.arange(flat.shape[-1]) == idx[..., None]).astype(data.dtype)
     return onehot.reshape(win.shape)
+
+
+def _max_hits(xp, data, kernel, stride, pad, out):
+    """[(kernel offset, (N, C, *out) bool)]: where each window's first maximum sits, offset by offset (the
+    one-hot of _max_onehot without a reduction over window axes); None when the window is too large for the
+    offset loop or the data has NaNs (then argmax's NaN rule applies through _max_onehot)."""
+    offsets = _kernel_offsets(kernel)
+    if len(offsets) > _MAX_LOOP:
+        return None
+    nd = len(kernel)
+    fill = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
+    win = _windows(xp, data, out, kernel, stride, (1,) * nd, pad, fill)
+    views = [win[(Ellipsis,) + k] for k in offsets]
+    best = views[0].copy()
+    for v in views[1:]:
+        xp.maximum(best, v, out=best)
+    if data.dtype.kind in "fc" and xp.isnan(best).any():
+        return None
+    hits = []
+    claimed = None
+    for k, v in zip(offsets, views):
+        hit = v == best
+        if claimed is None:
+            claimed = hit.copy()
+        else:
+            hit &= ~claimed                                # ties: the first maximum in row-major order wins
+            claimed |= hit
+        hits.append((k, hit))
+    return hits
 
 
 _POOL_ATTRS = {
@@ -638,20 +707,50 @@ def _k_pool_max_bwd(xp, grad, data, **a):
     a.pop("cudnn_off")
     kernel, stride, pad, out = _pool_setup(data, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
                                            a["stride"], a["pad"], a["layout"])
-    onehot = _max_onehot(xp, data, kernel, stride, pad, out)
+    hits = _max_hits(xp, data, kernel, stride, pad, out)
     nd = len(kernel)
-    vals = onehot * grad.reshape(grad.shape + (1,) * nd)
-    return _scatter_windows(xp, vals, data.shape[2:], kernel, stride, pad, out)
+    if hits is None:
+        onehot = _max_onehot(xp, data, kernel, stride, pad, out)
+        vals = onehot * grad.reshape(grad.shape + (1,) * nd)
+        return _scatter_windows(xp, vals, data.shape[2:], kernel, stride, pad, out)
+    shape, n, c = data.shape[2:], data.shape[0], data.shape[1]
+    dtype = np.result_type(data.dtype, grad.dtype)
+    padded = [max((o - 1) * s + k, L + p) for o, s, k, L, p in zip(out, stride, kernel, shape, pad)]
+    # windows that tile the input exactly (the usual 2x2 / stride 2) write every element once: no zero-fill
+    tiles = all(s == k and p == 0 and o * s == L for o, s, k, L, p in zip(out, stride, kernel, shape, pad))
+    buf = (xp.empty if tiles else xp.zeros)((n, c) + tuple(padded), dtype=dtype)
+    for kidx, hit in hits:
+        sl = (slice(None), slice(None)) + tuple(slice(ki, ki + (o - 1) * s + 1, s)
+                                                for ki, o, s in zip(kidx, out, stride))
+        if tiles:
+            xp.multiply(grad, hit, out=buf[sl])
+        else:
+            buf[sl] += grad * hit
+    if tuple(padded) == tuple(shape):
+        return buf
+    crop = tuple(slice(p, p + L) for p, L in zip(pad, shape))
+    return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop])
 
 
 def _k_pool_max_gather(xp, head, data, **a):
     a.pop("cudnn_off")
     kernel, stride, pad, out = _pool_setup(data, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
                                            a["stride"], a["pad"], a["layout"])
-    onehot = _max_onehot(xp, data, kernel, stride, pad, out)
     nd = len(kernel)
     win = _windows(xp, head, out, kernel, stride, (1,) * nd, pad)
-    return (win * onehot).sum(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+    hits = _max_hits(xp, data, kernel, stride, pad, out)
+    if hits is None:
+        onehot = _max_onehot(xp, data, kernel, stride, pad, out)
+        return (win * onehot).sum(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+    dtype = np.result_type(data.dtype, head.dtype)
+    res = None
+    for kidx, hit in hits:
+        term = xp.multiply(win[(Ellipsis,) + kidx], hit, dtype=dtype)
+        if res is None:
+            res = term
+        else:
+            res += term
+    return res
 
 
 def _k_pool_lin_bwd(xp, grad, shape, **a):

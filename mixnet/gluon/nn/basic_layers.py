@@ -4,7 +4,7 @@ import numpy as np
 from ...base import MXNetError
 from ..block import Block, HybridBlock
 
-__all__ = ["Sequential", "HybridSequential", "Dense", "Activation", "Dropout", "BatchNorm", "InstanceNorm", "LayerNorm",
+__all__ = ["Sequential", "HybridSequential", "Dense", "Activation", "Dropout", "BatchNorm", "BatchNormReLU", "InstanceNorm", "LayerNorm",
            "GroupNorm", "Embedding", "Flatten", "Lambda", "HybridLambda"]
 
 
@@ -75,8 +75,9 @@ class Dense(HybridBlock):
         self.weight.shape = (self._units, in_units)
 
     def hybrid_forward(self, F, x, weight, bias=None):
-        out = F.FullyConnected(x, weight, bias, no_bias=bias is None, num_hidden=self._units,
-                               flatten=self._flatten, name="fwd")
+        args = (x, weight) if bias is None else (x, weight, bias)
+        out = F.FullyConnected(*args, no_bias=bias is None, num_hidden=self._units, flatten=self._flatten,
+                               name="fwd")
         return self.act(out) if self.act is not None else out
 
     def __repr__(self):
@@ -136,7 +137,8 @@ class _ChannelNorm(HybridBlock):
 
     def __repr__(self):
         channels = self.gamma.shape[0]
-        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in self._kwargs.items())}, " \
+        kwargs = getattr(self, "_repr_kwargs", self._kwargs)
+        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in kwargs.items())}, " \
                f"in_channels={channels if channels else None})"
 
 
@@ -168,12 +170,23 @@ class BatchNorm(_ChannelNorm):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
 
+class BatchNormReLU(BatchNorm):
+    """BatchNorm followed by ReLU (MXNet 1.9's fused layer; same parameters and naming as BatchNorm)."""
+
+    def _alias(self):
+        return "batchnorm"
+
+    def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
+        return F.relu(super().hybrid_forward(F, x, gamma, beta, running_mean, running_var))
+
+
 class InstanceNorm(_ChannelNorm):
     def __init__(self, axis=1, epsilon=1e-5, center=True, scale=False, beta_initializer="zeros",
                  gamma_initializer="ones", in_channels=0, **kwargs):
         super().__init__(**kwargs)
         self._axis = axis
         self._kwargs = {"eps": epsilon}
+        self._repr_kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self._make_affine(in_channels, center, scale, beta_initializer, gamma_initializer)
 
     def hybrid_forward(self, F, x, gamma, beta):
@@ -189,22 +202,34 @@ class LayerNorm(_ChannelNorm):
         super().__init__(**kwargs)
         self._axis = axis
         self._kwargs = {"eps": epsilon, "axis": axis}
+        self._repr_kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self._make_affine(in_channels, center, scale, beta_initializer, gamma_initializer)
+
+    def __repr__(self):        # MXNet 1.9.1 prints in_channels=0 (not None) while the size is unknown
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._repr_kwargs.items())}, " \
+               f"in_channels={self.gamma.shape[0]})"
 
     def hybrid_forward(self, F, data, gamma, beta):
         return F.LayerNorm(data, gamma=gamma, beta=beta, **self._kwargs)
 
 
 class GroupNorm(_ChannelNorm):
+    """Group normalization over axis 1. As in MXNet 1.9, gamma and beta have shape (num_groups,): one scale and
+    shift per group, not per channel (so nothing is inferred from the input)."""
+
     def __init__(self, num_groups=1, epsilon=1e-5, center=True, scale=True, beta_initializer="zeros",
-                 gamma_initializer="ones", in_channels=0, **kwargs):
+                 gamma_initializer="ones", **kwargs):
         super().__init__(**kwargs)
         self._axis = 1
         self._kwargs = {"eps": epsilon, "num_groups": num_groups}
-        self._make_affine(in_channels, center, scale, beta_initializer, gamma_initializer)
+        self._repr_kwargs = {"eps": epsilon, "num_groups": num_groups, "center": center, "scale": scale}
+        self._make_affine(num_groups, center, scale, beta_initializer, gamma_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         return F.GroupNorm(data, gamma=gamma, beta=beta, **self._kwargs)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._repr_kwargs.items())})"
 
 
 class Embedding(HybridBlock):
@@ -232,7 +257,7 @@ class Flatten(HybridBlock):
         return F.Flatten(x)
 
     def __repr__(self):
-        return f"{type(self).__name__}()"
+        return type(self).__name__
 
 
 class Lambda(Block):
