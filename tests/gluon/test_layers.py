@@ -382,6 +382,8 @@ CASES = [
     ("batchnorm_global_stats_train", lambda: nn.BatchNorm(use_global_stats=True, epsilon=1e-3, in_channels=2),
      [(3, 2, 2, 2)], lambda xs, p: ref_batchnorm(xs[0], p, eps=1e-3, train=True, use_global_stats=True),
      {"train": True}),
+    ("batchnormrelu_train", lambda: nn.BatchNormReLU(in_channels=3), [(4, 3, 2)],
+     lambda xs, p: np.maximum(ref_batchnorm(xs[0], p, train=True), 0), {"train": True}),
     ("instancenorm", lambda: nn.InstanceNorm(in_channels=3, scale=True), [(2, 3, 4)],
      lambda xs, p: ref_instancenorm(xs[0], p), {}),
     ("instancenorm_default_noscale", lambda: nn.InstanceNorm(in_channels=2), [(2, 2, 2, 3)],
