@@ -283,6 +283,8 @@ class NDArray:
 
     # ---------------------------------------------------------------- arithmetic
     def __add__(self, other):
+        if type(other) is NDArray:         # the hot path: one call into the dispatcher
+            return _apply(_op("broadcast_add"), (self, other), _NO_ATTRS)
         return _binary(self, other, "broadcast_add", "_plus_scalar")
 
     def __radd__(self, other):
@@ -295,6 +297,8 @@ class NDArray:
         return _binary(self, other, None, "_rminus_scalar")
 
     def __mul__(self, other):
+        if type(other) is NDArray:
+            return _apply(_op("broadcast_mul"), (self, other), _NO_ATTRS)
         return _binary(self, other, "broadcast_mul", "_mul_scalar")
 
     def __rmul__(self, other):
@@ -413,6 +417,9 @@ def _op(name):
     if op is None:
         op = _OP_CACHE[name] = registry.get(name)
     return op
+
+
+_apply = dispatch.apply
 
 
 def _op_call(name, inputs, attrs):

@@ -78,13 +78,14 @@ def apply(op, inputs, attrs):
     else:
         ctx = attrs.get("ctx") or current_context()
     datas = [x._data for x in inputs]
+    xp = ctx._xp or ctx.xp
     if op.simple_kernel:
         try:
-            result = op.kernel(ctx.xp, *datas, **attrs)
+            result = op.kernel(xp, *datas, **attrs)
         except Exception:
-            result = run_kernel(op, ctx.xp, datas, attrs, mode)   # re-run to classify and explain the error
+            result = run_kernel(op, xp, datas, attrs, mode)   # re-run to classify and explain the error
     else:
-        result = run_kernel(op, ctx.xp, datas, attrs, mode)
+        result = run_kernel(op, xp, datas, attrs, mode)
         for i in op.mutates:
             inputs[i]._bump_version()
     if type(result) is not tuple:

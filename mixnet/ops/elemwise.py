@@ -5,6 +5,7 @@ the scalar template the fusion code generator renders ({0}, {1} are inputs; {sca
 MXNet semantics: binary ops need equal dtypes; scalar ops and comparisons keep the array's dtype.
 """
 import math
+import operator
 
 import numpy as np
 
@@ -151,6 +152,14 @@ def _b(c):
 
 
 def _binary_kernel(name, fn):
+    if _is_operator(fn):      # the hot arithmetic ops call the operator directly (no extra Python frame)
+        def run(xp, a, b):
+            if a.dtype != b.dtype:
+                same_dtype(name, a, b)
+            result = fn(a, b)
+            return result if result.dtype == a.dtype else result.astype(a.dtype)
+        return run
+
     def run(xp, a, b):
         if a.dtype != b.dtype:
             same_dtype(name, a, b)
@@ -159,7 +168,18 @@ def _binary_kernel(name, fn):
     return run
 
 
+def _is_operator(fn):
+    return fn in (operator.add, operator.sub, operator.mul, operator.truediv)
+
+
+def _as_xp_fn(fn):
+    """fn(xp, a, b) for the reference/test side, whichever form the table holds."""
+    return (lambda xp, a, b: fn(a, b)) if _is_operator(fn) else fn
+
+
 def _same_shape_kernel(name, fn):
+    fn = _as_xp_fn(fn)
+
     def run(xp, a, b):
         if a.shape != b.shape:
             raise ValueError(f"elemwise ops need equal shapes, got {a.shape} and {b.shape}; use broadcast_* or "
@@ -187,11 +207,12 @@ def _mod_grads(c, g):
 
 
 _BINARY = [
-    # name, numpy function, gradient (before reduction to input shapes), template, aliases, test domain
-    ("add", lambda xp, a, b: a + b, lambda c, g: (g, g), "{0} + {1}", ("plus",), (-2.0, 2.0)),
-    ("sub", lambda xp, a, b: a - b, lambda c, g: (g, -g), "{0} - {1}", ("minus",), (-2.0, 2.0)),
-    ("mul", lambda xp, a, b: a * b, lambda c, g: (g * _b(c), g * _a(c)), "{0} * {1}", (), (-2.0, 2.0)),
-    ("div", lambda xp, a, b: a / b, lambda c, g: (g / _b(c), -g * _a(c) / (_b(c) * _b(c))), "{0} / {1}", (),
+    # name, array function (a python operator, or fn(xp, a, b)), gradient (before reduction to input shapes),
+    # template, aliases, test domain
+    ("add", operator.add, lambda c, g: (g, g), "{0} + {1}", ("plus",), (-2.0, 2.0)),
+    ("sub", operator.sub, lambda c, g: (g, -g), "{0} - {1}", ("minus",), (-2.0, 2.0)),
+    ("mul", operator.mul, lambda c, g: (g * _b(c), g * _a(c)), "{0} * {1}", (), (-2.0, 2.0)),
+    ("div", operator.truediv, lambda c, g: (g / _b(c), -g * _a(c) / (_b(c) * _b(c))), "{0} / {1}", (),
      (0.5, 2.0)),
     ("mod", lambda xp, a, b: xp.mod(a, b), _mod_grads, "fmod_floor({0}, {1})", (), (0.5, 2.0)),
     ("power", lambda xp, a, b: xp.power(a, b), _pow_grads, "pow({0}, {1})", (), (0.5, 2.0)),
@@ -224,13 +245,13 @@ for _name, _fn, _grad, _tmpl, _aliases, _domain in _BINARY:
         name=f"broadcast_{_name}", kernel=_binary_kernel(f"broadcast_{_name}", _fn), inputs=("lhs", "rhs"),
         grad=_sum_both(_grad), infer=infer_broadcast, kind="broadcast", scalar=_tmpl,
         aliases=tuple(f"broadcast_{a}" for a in _aliases),
-        test=OpTest(ref=_ref2(_fn), recipe="broadcast2", domain=_domain)))
+        test=OpTest(ref=_ref2(_as_xp_fn(_fn)), recipe="broadcast2", domain=_domain)))
 for _name, _fn, _grad, _tmpl, _aliases, _domain in _BINARY[:4]:
     register(OpDef(
         name=f"elemwise_{_name}", kernel=_same_shape_kernel(f"elemwise_{_name}", _fn), inputs=("lhs", "rhs"),
         grad=_grad, infer=infer_same, kind="binary", scalar=_tmpl, aliases=(f"_{_name}",) + tuple(
             f"_{a}" for a in _aliases),
-        test=OpTest(ref=_ref2(_fn), recipe="same2", domain=_domain)))
+        test=OpTest(ref=_ref2(_as_xp_fn(_fn)), recipe="same2", domain=_domain)))
 for _name, _fn, _tmpl in _COMPARE:
     register(OpDef(
         name=f"broadcast_{_name}", kernel=_binary_kernel(f"broadcast_{_name}", _fn), inputs=("lhs", "rhs"),
