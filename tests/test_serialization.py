@@ -228,8 +228,9 @@ def test_encode_argument_errors():
         encode([[1.0, 2.0]])
     with pytest.raises(MXNetError, match="numpy"):
         encode([None])
-    with pytest.raises(MXNetError, match="dimensions"):
-        encode([np.zeros((1,) * 33)])
+    if np.lib.NumpyVersion(np.__version__) >= "2.0.0":      # numpy 1.x cannot even make a 33-d array
+        with pytest.raises(MXNetError, match="dimensions"):
+            encode([np.zeros((1,) * 33)])
 
 
 def test_single_array_and_empty_list():
