@@ -24,4 +24,6 @@ from . import initializer as init  # noqa: F401
 from . import metric, lr_scheduler, optimizer, kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
 from . import io, recordio  # noqa: F401
+from . import symbol  # noqa: F401
+from . import symbol as sym  # noqa: F401
 from . import gluon  # noqa: F401

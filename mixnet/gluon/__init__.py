@@ -3,3 +3,4 @@ from .parameter import Parameter, Constant, ParameterDict, DeferredInitializatio
 from .block import Block, HybridBlock  # noqa: F401
 from . import nn, utils, loss, contrib, data  # noqa: F401
 from .trainer import Trainer  # noqa: F401
+from .symbol_block import SymbolBlock  # noqa: F401

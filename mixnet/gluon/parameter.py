@@ -252,7 +252,10 @@ class Parameter:
                 self._mark(arr)
 
     def var(self):
-        raise MXNetError("Parameter.var() returns a Symbol, which needs mixnet's symbol layer (issue: hybridize)")
+        """This parameter as a symbol variable (name, shape, dtype, multipliers and initializer attached)."""
+        from .. import symbol
+        return symbol.var(self.name, shape=self._shape, dtype=self.dtype, lr_mult=self.lr_mult,
+                          wd_mult=self.wd_mult, init=self.init)
 
 
 class Constant(Parameter):

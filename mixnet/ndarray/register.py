@@ -3,6 +3,7 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ops import dispatch, registry
+from ..ops.binding import bind_call
 from .ndarray import NDArray, array
 
 
@@ -14,61 +15,19 @@ def _as_input(op, name, value):
     raise MXNetError(f"{op.name}: input {name!r} must be an NDArray, got {type(value).__name__}")
 
 
+def _is_array(value):
+    return isinstance(value, (NDArray, np.ndarray))
+
+
 def bind_arguments(op, args, kwargs):
-    """Splits a call's arguments into input arrays and attributes, the way MXNet's generated functions do:
-    leading positional arrays are inputs, later positional values fill attributes in declaration order,
-    keywords name either."""
-    args = list(args)
-    positional_inputs = []
-    if not op.variadic and not callable(op.inputs):
-        # Fixed inputs: leading positionals fill the inputs not given by keyword, whatever their type, so a
-        # wrong type gets a clear "must be an NDArray" error rather than being taken for an attribute.
-        n_positional = len([n for n in op.inputs if n not in kwargs])
-        positional_inputs, args = args[:n_positional], args[n_positional:]
-    else:
-        # Optional inputs: leading arrays are inputs; an explicit None marks an absent one (bias with no_bias).
-        while args and (args[0] is None or isinstance(args[0], (NDArray, np.ndarray))):
-            positional_inputs.append(args.pop(0))
-        positional_inputs = [x for x in positional_inputs if x is not None]
-    if op.variadic and positional_inputs and not args and len(positional_inputs) == 1 \
-            and isinstance(positional_inputs[0], (list, tuple)):
-        positional_inputs = list(positional_inputs[0])
-    attr_names = list(op.attrs)
-    given = {}
-    if len(args) > len(attr_names):
-        raise MXNetError(f"{op.name}: too many positional arguments ({len(args)} beyond the inputs)")
-    for key, value in zip(attr_names, args):
-        given[key] = value
-    keyword_inputs = {}
-    for key, value in kwargs.items():
-        if key in op.attrs:
-            if key in given:
-                raise MXNetError(f"{op.name}: attribute {key!r} given twice")
-            given[key] = value
-        else:
-            keyword_inputs[key] = value
-    if op.variadic:
-        keyword_inputs.pop("num_args", None)
-        extra = keyword_inputs.pop(op.input_names({})[0], None)
-        if extra is not None:
-            positional_inputs.extend(extra if isinstance(extra, (list, tuple)) else [extra])
-        if keyword_inputs:
-            raise MXNetError(f"{op.name}: unknown arguments {sorted(keyword_inputs)}")
-        attrs = op.parse(given)
-        return tuple(_as_input(op, "args", x) for x in positional_inputs), attrs
+    """A call's arguments -> (input NDArrays, parsed attributes), by MXNet's convention (ops/binding.py)."""
+    inputs, given, names = bind_call(op, args, kwargs, _is_array)
     attrs = op.parse(given)
-    names = op.input_names(attrs)
-    if len(positional_inputs) > len(names):
-        raise MXNetError(f"{op.name}: takes {len(names)} input array(s) ({', '.join(names) or 'none'}), "
-                         f"got {len(positional_inputs)}")
-    inputs = list(positional_inputs)
-    for name in names[len(positional_inputs):]:
-        if name not in keyword_inputs:
+    if names is None:
+        return tuple(_as_input(op, "args", x) for x in inputs), attrs
+    for name, x in zip(names, inputs):
+        if x is None:
             raise MXNetError(f"{op.name}: missing input {name!r} (inputs: {', '.join(names)})")
-        inputs.append(keyword_inputs.pop(name))
-    if keyword_inputs:
-        raise MXNetError(f"{op.name}: unknown argument(s) {sorted(keyword_inputs)} "
-                         f"(inputs: {', '.join(names) or 'none'}; attributes: {', '.join(attr_names) or 'none'})")
     return tuple(_as_input(op, n, x) for n, x in zip(names, inputs)), attrs
 
 

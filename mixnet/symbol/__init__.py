@@ -1,0 +1,27 @@
+"""`mx.sym` / `mx.symbol`: graphs of registry ops, MXNet's `-symbol.json` format, and an executor.
+
+One function per registry op (`mx.sym.FullyConnected`, `mx.sym.softmax`, ...), generated from the registry as
+`mx.nd`'s are; `var`/`Variable`, `Group`, `load`, `load_json`. Symbol arithmetic broadcasts (unlike MXNet's).
+"""
+from . import graph, json_io, infer, executor  # noqa: F401
+from .symbol import Symbol, var, Variable, Group, load, load_json, fromjson, build_functions as _build  # noqa: F401
+from .executor import Executor  # noqa: F401
+
+_build(globals())
+
+
+def zeros(shape, dtype=None, **kwargs):
+    return globals()["_zeros"](shape=shape, dtype=dtype, **kwargs)
+
+
+def ones(shape, dtype=None, **kwargs):
+    return globals()["_ones"](shape=shape, dtype=dtype, **kwargs)
+
+
+def full(shape, val, dtype=None, **kwargs):
+    return globals()["_full"](shape=shape, value=val, dtype=dtype, **kwargs)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None):
+    return globals()["_arange"](start=start, stop=stop, step=step, repeat=repeat, infer_range=infer_range,
+                                name=name, dtype=dtype)

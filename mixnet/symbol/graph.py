@@ -1,0 +1,134 @@
+"""The graph IR under `mx.sym`: nodes with typed attributes, their MXNet string forms, and the user's line.
+
+A `Node` is either a variable (`op is None`: a graph input, a parameter or an auxiliary state) or an application
+of a registry op. Its inputs are `(node, output_index)` entries. `attrs` holds the op's complete, parsed
+attributes (what the kernel receives); `raw` holds the string attributes MXNet would write to `-symbol.json`
+(the attributes the user gave explicitly, in MXNet's spelling, plus hidden `__key__` attributes).
+"""
+import os
+
+import numpy as np
+
+from .._source import user_frame
+from ..ops.attrs import REQUIRED, format_attr
+
+__all__ = ["Node", "topo_order", "mx_str", "raw_from_attrs"]
+
+
+class Node:
+    __slots__ = ("op", "name", "attrs", "raw", "inputs", "location", "json_outputs", "json_versions",
+                 "__weakref__")
+
+    def __init__(self, op, name, attrs=None, raw=None, inputs=(), location=None):
+        self.op = op
+        self.name = name
+        self.attrs = attrs if attrs is not None else {}
+        self.raw = raw if raw is not None else {}
+        self.inputs = list(inputs)
+        self.location = location
+        self.json_outputs = None     # MXNet's output count for node_row_ptr, when it differs from the registry's
+        self.json_versions = None    # the input entries' versions read from a file (kept to write it back)
+
+    @property
+    def is_variable(self):
+        return self.op is None
+
+    def num_outputs(self):
+        """All outputs, hidden ones included (what node_row_ptr counts)."""
+        return 1 if self.op is None else self.op.n_outputs(self.attrs)
+
+    def num_visible(self):
+        return 1 if self.op is None else self.op.n_visible(self.attrs)
+
+    def output_names(self):
+        if self.op is None:
+            return [self.name]
+        n = self.num_visible()
+        if n == 1:
+            return [self.name + "_output"]
+        return [f"{self.name}_output{i}" for i in range(n)]
+
+    def input_names(self):
+        if self.op is None:
+            return []
+        if self.op.variadic:
+            return [f"arg{i}" for i in range(len(self.inputs))]
+        return list(self.op.input_names(self.attrs))
+
+    def __repr__(self):
+        return f"<Node {self.name} ({'variable' if self.op is None else self.op.name})>"
+
+
+def user_location():
+    """'path:line' of the user's code that is creating a node, or None inside mixnet."""
+    frame = user_frame()
+    if frame is None:
+        return None
+    filename = frame[0]
+    if not filename.startswith("<"):
+        try:
+            filename = os.path.relpath(filename)
+        except ValueError:
+            pass
+    return f"{filename}:{frame[1]}"
+
+
+def topo_order(heads):
+    """Nodes reachable from `heads` ((node, index) entries), in MXNet's order: post-order DFS from the heads,
+    inputs visited in order (iterative, so deep graphs do not hit the recursion limit)."""
+    order, seen = [], set()
+    for head, _ in heads:
+        if id(head) in seen:
+            continue
+        stack = [(head, 0)]
+        seen.add(id(head))
+        while stack:
+            node, i = stack.pop()
+            if i < len(node.inputs):
+                stack.append((node, i + 1))
+                child = node.inputs[i][0]
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, 0))
+            else:
+                order.append(node)
+    return order
+
+
+def mx_str(key, value):
+    """A user's attribute value as MXNet's Python front end writes it: `str(value)`, except dtypes, which are
+    written as numpy names ("float32"). Tuples stay "(3, 3)", lists "[1, 0]", floats "1e-05"."""
+    if isinstance(value, str):
+        return value
+    if key == "dtype" or isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        if value is None:
+            return "None"
+        try:
+            return np.dtype(value).name
+        except TypeError:
+            return str(value)
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return str(value.item())
+    if isinstance(value, tuple):
+        return "(" + ", ".join(mx_str("", v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(mx_str("", v) for v in value) + "]"
+    return str(value)
+
+
+def raw_from_attrs(op, attrs):
+    """String attributes for a node made from already-parsed attributes (e.g. by a tracer): every attribute that
+    differs from the op's default, written with mixnet.ops.attrs.format_attr."""
+    raw = {}
+    for key, spec in op.attrs.items():
+        if key not in attrs or key == "ctx":
+            continue
+        value = attrs[key]
+        if spec.default is not REQUIRED:
+            try:
+                if value == spec.default or (spec.default is not None and value == spec.parse(spec.default)):
+                    continue
+            except (ValueError, TypeError):
+                pass
+        raw[key] = format_attr(value)
+    return raw

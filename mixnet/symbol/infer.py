@@ -1,0 +1,222 @@
+"""Shape and dtype inference over a graph.
+
+Forward inference uses the registry (`mixnet.ops.common.infer`). Parameter shapes are inferred backwards from the
+data input by the small per-op rules below (MXNet's ops do this in their C++ shape functions); a `0` in a declared
+`__shape__` or in a creation op's `shape` (RNN begin states `(L, 0, H)`) means an unknown dimension.
+"""
+import numpy as np
+
+from ..base import MXNetError
+from ..ops import common
+from ..serialization import DTYPE_CODES
+from ..ops.attrs import parse_shape
+
+__all__ = ["infer_graph", "known"]
+
+
+def known(shape):
+    """A shape with no unknown (0) dimension."""
+    return shape is not None and all(d > 0 for d in shape)
+
+
+def _merge(old, new):
+    """Fills the unknown (0) dims of `old` from `new`; None if they conflict."""
+    if old is None:
+        return tuple(new)
+    if len(old) != len(new):
+        return None
+    out = []
+    for a, b in zip(old, new):
+        if a and b and a != b:
+            return None
+        out.append(a or b)
+    return tuple(out)
+
+
+def _prod(shape):
+    return int(np.prod(shape)) if len(shape) else 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# parameter shape rules: rule(attrs, shapes) -> {input index: shape}; shapes[i] is None when unknown
+def _fc(a, s):
+    if s[0] is None:
+        return {}
+    units = _prod(s[0][1:]) if a["flatten"] else s[0][-1]
+    return {1: (a["num_hidden"], units), 2: (a["num_hidden"],)}
+
+
+def _channel_axis(a, ndim):
+    layout = a.get("layout")
+    return ndim - 1 if layout and layout.endswith("C") else 1
+
+
+def _conv(a, s):
+    if s[0] is None:
+        return {}
+    c = s[0][_channel_axis(a, len(s[0]))]
+    k = tuple(a["kernel"])
+    layout = a.get("layout")
+    if layout and layout.endswith("C"):
+        w = (a["num_filter"],) + k + (c // a["num_group"],)
+    else:
+        w = (a["num_filter"], c // a["num_group"]) + k
+    return {1: w, 2: (a["num_filter"],)}
+
+
+def _deconv(a, s):
+    if s[0] is None:
+        return {}
+    c = s[0][1]
+    return {1: (c, a["num_filter"] // a["num_group"]) + tuple(a["kernel"]), 2: (a["num_filter"],)}
+
+
+def _norm_axis(a, s, n):
+    if s[0] is None:
+        return {}
+    c = s[0][a.get("axis", 1) % len(s[0])]
+    return {i: (c,) for i in range(1, n)}
+
+
+def _rnn(a, s):
+    if s[0] is None:
+        return {}
+    from ..ops import rnn as rnn_ops   # present when the RNN op is registered
+    seq, batch, size = s[0]
+    d = 2 if a["bidirectional"] else 1
+    h = a["state_size"]
+    hs = a.get("projection_size") or h
+    out = {1: (rnn_ops.param_size(a, size),), 2: (a["num_layers"] * d, batch, hs)}
+    if a["mode"] == "lstm":
+        out[3] = (a["num_layers"] * d, batch, h)
+    return out
+
+
+PARAM_RULES = {
+    "FullyConnected": _fc,
+    "Convolution": _conv,
+    "Deconvolution": _deconv,
+    "BatchNorm": lambda a, s: _norm_axis(a, s, 5),
+    "LayerNorm": lambda a, s: _norm_axis(a, s, 3),
+    "InstanceNorm": lambda a, s: _norm_axis({"axis": 1}, s, 3),
+    "Embedding": lambda a, s: {1: (a["input_dim"], a["output_dim"])},
+    "LeakyReLU": lambda a, s: {1: (s[0][1],)} if s[0] is not None and len(s[0]) > 1 else {},
+    "SoftmaxOutput": lambda a, s: {1: tuple(s[0][:-1]) if a.get("multi_output") or a.get("preserve_shape")
+                                   else (s[0][0],)} if s[0] is not None else {},
+    "RNN": _rnn,
+}
+
+
+_DTYPE_ATTR_OPS = frozenset(("Cast", "cast", "Embedding", "one_hot", "argmax", "argmin", "topk", "argsort"))
+
+
+def _creation_shape(node):
+    return tuple(node.attrs.get("shape", ()))
+
+
+def _var_shape(node):
+    text = node.raw.get("__shape__")
+    if text is None:
+        return None
+    try:
+        return parse_shape(text)
+    except ValueError:
+        raise MXNetError(f"variable {node.name!r}: bad __shape__ {text!r}") from None
+
+
+def _var_dtype(node):
+    code = node.raw.get("__dtype__")
+    if code is None:
+        return None
+    try:
+        return np.dtype(DTYPE_CODES[int(code)])
+    except (KeyError, ValueError):
+        raise MXNetError(f"variable {node.name!r}: bad __dtype__ {code!r}") from None
+
+
+def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
+    """Infers the output shape and dtype of every entry.
+
+    nodes: topological order; shapes/dtypes: {variable name: shape/dtype} given by the caller. Returns
+    (entry_shapes, entry_dtypes) keyed by (id(node), index); unknown ones are missing. With partial=True, unknown
+    dtypes are stood in for by their neighbours' (or float32) so shapes can still be inferred. Raises MXNetError for
+    inconsistent shapes (naming the node and its user line)."""
+    shapes = shapes or {}
+    dtypes = dtypes or {}
+    eshape, edtype = {}, {}
+    for node in nodes:
+        if node.op is None:
+            s = _var_shape(node)
+            if node.name in shapes and shapes[node.name] is not None:
+                given = tuple(shapes[node.name])
+                merged = _merge(s, given) if s is not None else given
+                if merged is None:
+                    raise MXNetError(f"infer_shape: shape {given} given for {node.name!r} does not match its "
+                                     f"declared shape {s}")
+                s = merged
+            if s is not None:
+                eshape[(id(node), 0)] = s
+            d = dtypes.get(node.name)
+            d = np.dtype(d) if d is not None else _var_dtype(node)
+            if d is not None:
+                edtype[(id(node), 0)] = d
+        elif node.op.creates:
+            eshape[(id(node), 0)] = _creation_shape(node)
+            edtype[(id(node), 0)] = np.dtype(node.attrs.get("dtype") or np.float32)
+    for _ in range(3):                       # parameter rules can fill values used earlier in the order
+        changed = False
+        for node in nodes:
+            if node.op is None or node.op.creates and not node.inputs:
+                continue
+            ins = [eshape.get((id(src), idx)) for src, idx in node.inputs]
+            ins = [s if s is not None and known(s) else None for s in ins]
+            rule = PARAM_RULES.get(node.op.name)
+            if rule is not None:
+                for slot, shape in rule(node.attrs, ins).items():
+                    if slot >= len(node.inputs):
+                        continue
+                    src, idx = node.inputs[slot]
+                    key = (id(src), idx)
+                    old = eshape.get(key)
+                    if old is not None and known(old):
+                        continue
+                    if src.op is not None and not src.op.creates:
+                        continue
+                    merged = _merge(old, shape) if old is not None else tuple(shape)
+                    if merged is None:
+                        raise MXNetError(f"infer_shape: {node.op.name} node {node.name!r} needs input "
+                                         f"{src.name!r} of shape {tuple(shape)}, but it is declared {old}")
+                    eshape[key] = merged
+                    ins[slot] = merged if known(merged) else None
+                    changed = True
+            din = [edtype.get((id(src), idx)) for src, idx in node.inputs]
+            first = next((d for d in din if d is not None), None)
+            for slot, (src, idx) in enumerate(node.inputs):       # parameters take their consumer's dtype
+                if din[slot] is None and first is not None and (src.op is None or src.op.creates) \
+                        and (slot not in node.op.nondiff_inputs or slot in node.op.mutates):
+                    edtype[(id(src), idx)] = din[slot] = first
+                    changed = True
+            if (id(node), 0) in eshape and (id(node), 0) in edtype:
+                continue
+            if any(d is None for d in din):
+                if not partial:
+                    continue
+                din = [d or first or np.dtype(np.float32) for d in din]   # shape inference only needs a stand-in
+            if any(s is None for s in ins):
+                if (id(node), 0) not in edtype:      # dtype only: the op's dtype attribute or its input's
+                    d = node.attrs.get("dtype") if node.op.name in _DTYPE_ATTR_OPS else None
+                    edtype[(id(node), 0)] = np.dtype(d) if d is not None else first
+                    changed = True
+                continue
+            try:
+                out_shapes, out_dtypes = common.infer(node.op, ins, din, node.attrs)
+            except MXNetError as err:
+                where = f" (created at {node.location})" if node.location else ""
+                raise MXNetError(f"infer_shape error in node {node.name!r}{where}: {err}") from None
+            for i, (s, d) in enumerate(zip(out_shapes, out_dtypes)):
+                eshape[(id(node), i)] = tuple(s)
+                edtype[(id(node), i)] = np.dtype(d)
+            changed = True
+        if not changed:
+            break
+    return eshape, edtype

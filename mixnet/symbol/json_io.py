@@ -1,0 +1,248 @@
+"""`-symbol.json` in MXNet's schema (see shared/reference/mxnet-formats.md §3).
+
+The writer produces the bytes MXNet 1.9.1's dmlc JSONWriter produces for the same graph. The reader accepts
+MXNet files of every version: old "attr"/"param" keys, missing node_row_ptr, 2-element entries, legacy hidden
+keys without underscores, pre-0.9 files whose weights were auto-created. It parses with `json` and the ops' strict
+attribute parsers; nothing is ever evaluated.
+"""
+import json
+
+from ..base import MXNetError
+from ..ops import registry
+from .graph import Node, topo_order
+
+__all__ = ["graph_to_json", "graph_from_json", "MXNET_VERSION"]
+
+MXNET_VERSION = 10901
+_LEGACY_HIDDEN = ("lr_mult", "wd_mult", "ctx_group", "force_mirroring", "mirror_stage")
+# MXNet attributes that only tune its own kernels: accepted on read when an op's schema lacks them.
+_IGNORABLE = frozenset(("workspace", "cudnn_tune", "cudnn_off", "is_int", "forward_stype"))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# writing
+def _is_plain(value):
+    return not isinstance(value, (dict, list)) or (isinstance(value, list) and all(_is_plain(v) for v in value)
+                                                    and len(value) <= 10)
+
+
+def _dump(value, indent):
+    """dmlc::JSONWriter layout: multi-line objects with more than one key, multi-line arrays with more than 10
+    elements or non-plain elements; items in a multi-line scope end with ", " then a newline."""
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [json.dumps(k, ensure_ascii=False) + ": " + _dump(v, indent + 2) for k, v in value.items()]
+        if len(items) == 1:
+            return "{" + items[0] + "}"
+        pad = " " * (indent + 2)
+        return "{\n" + ", \n".join(pad + item for item in items) + "\n" + " " * indent + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        multi = len(value) > 10 or any(isinstance(v, dict) for v in value)
+        if not multi:
+            return "[" + ", ".join(_dump(v, indent) for v in value) + "]"
+        pad = " " * (indent + 2)
+        return "[\n" + ", \n".join(pad + _dump(v, indent + 2) for v in value) + "\n" + " " * indent + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _json_outputs(node):
+    """The output count MXNet 1.9.1 (the released, oneDNN-enabled build) records in node_row_ptr: its max
+    Pooling has a hidden workspace output that mixnet's Pooling does not need."""
+    if node.json_outputs is not None:
+        return node.json_outputs
+    if node.op is not None and node.op.name == "Pooling" and node.attrs.get("pool_type") == "max" \
+            and not node.attrs.get("global_pool"):
+        return 2
+    return node.num_outputs()
+
+
+def _mutated_slots(node):
+    return set(node.op.mutates) if node.op is not None else set()
+
+
+def graph_to_json(heads):
+    """The MXNet JSON text of the graph with outputs `heads` ((node, index) entries)."""
+    nodes = topo_order(heads)
+    index = {id(n): i for i, n in enumerate(nodes)}
+    out_nodes, arg_nodes, row_ptr = [], [], [0]
+    for i, node in enumerate(nodes):
+        entry = {"op": "null" if node.op is None else node.op.name, "name": node.name}
+        if node.raw:
+            entry["attrs"] = {k: node.raw[k] for k in sorted(node.raw)}
+        mutated = _mutated_slots(node)
+        versions = node.json_versions
+        if versions is None or len(versions) != len(node.inputs):
+            versions = [1 if slot in mutated else 0 for slot in range(len(node.inputs))]
+        entry["inputs"] = [[index[id(src)], idx, v] for (src, idx), v in zip(node.inputs, versions)]
+        out_nodes.append(entry)
+        if node.op is None:
+            arg_nodes.append(i)
+        row_ptr.append(row_ptr[-1] + _json_outputs(node))
+    doc = {"nodes": out_nodes, "arg_nodes": arg_nodes, "node_row_ptr": row_ptr,
+           "heads": [[index[id(n)], idx, 0] for n, idx in heads],
+           "attrs": {"mxnet_version": ["int", MXNET_VERSION]}}
+    return _dump(doc, 0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# reading
+def _fail(where, msg):
+    raise MXNetError(f"cannot load symbol JSON{where}: {msg}")
+
+
+def _version(doc, where):
+    attrs = doc.get("attrs") or {}
+    if not isinstance(attrs, dict):
+        _fail(where, "'attrs' must be an object")
+    ver = attrs.get("mxnet_version")
+    if ver is None:
+        return 800
+    try:
+        return int(ver[1] if isinstance(ver, list) else ver)
+    except (TypeError, ValueError, IndexError):
+        _fail(where, f"bad mxnet_version {ver!r}")
+
+
+def _entry(value, n_done, what, where):
+    if not isinstance(value, list) or len(value) not in (2, 3) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        _fail(where, f"{what}: an entry must be [node_id, output_index(, version)], got {value!r}")
+    nid, idx = value[0], value[1]
+    if not 0 <= nid < n_done:
+        _fail(where, f"{what}: entry {value!r} refers to node {nid}, which is not an earlier node "
+                     "(nodes must be in topological order)")
+    return nid, idx
+
+
+def _upgrade_hidden(attrs):
+    """§3.8 rule 1: legacy hidden keys without underscores (lr_mult -> __lr_mult__)."""
+    out = {}
+    for key, value in attrs.items():
+        if key in _LEGACY_HIDDEN:
+            key = f"__{key}__"
+        out[key] = value
+    return out
+
+
+def graph_from_json(text, source="the JSON text"):
+    """Parses MXNet symbol JSON into a list of head entries ((node, index))."""
+    where = f" from {source}"
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as err:
+            _fail(where, f"not UTF-8 text ({err})")
+    if not isinstance(text, str):
+        raise MXNetError(f"load_json expects a JSON string, got {type(text).__name__}")
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        _fail(where, f"invalid JSON ({err})")
+    if not isinstance(doc, dict):
+        _fail(where, "the top level must be an object with 'nodes', 'arg_nodes' and 'heads'")
+    for key in ("nodes", "heads"):
+        if not isinstance(doc.get(key), list):
+            _fail(where, f"missing or invalid {key!r} (an MXNet symbol file has 'nodes', 'arg_nodes', 'heads')")
+    if "arg_nodes" in doc and not isinstance(doc["arg_nodes"], list):
+        _fail(where, "'arg_nodes' must be a list")
+    version = _version(doc, where)
+    nodes = []
+    for i, spec in enumerate(doc["nodes"]):
+        if not isinstance(spec, dict) or not isinstance(spec.get("op"), str) or not isinstance(spec.get("name"), str):
+            _fail(where, f"node {i} must be an object with string 'op' and 'name'")
+        name, op_name = spec["name"], spec["op"]
+        raw = spec.get("attrs", spec.get("attr", spec.get("param", {}))) or {}
+        if not isinstance(raw, dict) or not all(isinstance(k, str) for k in raw):
+            _fail(where, f"node {i} ({name!r}): attributes must be an object of strings")
+        raw = _upgrade_hidden({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
+        inputs_spec = spec.get("inputs", [])
+        if not isinstance(inputs_spec, list):
+            _fail(where, f"node {i} ({name!r}): 'inputs' must be a list")
+        inputs, versions = [], []
+        for e in inputs_spec:
+            versions.append(e[2] if isinstance(e, list) and len(e) == 3 else 0)
+            nid, idx = _entry(e, i, f"node {i} ({name!r})", where)
+            src = nodes[nid]
+            if not 0 <= idx < src.num_outputs():
+                _fail(where, f"node {i} ({name!r}) uses output {idx} of {src.name!r}, which has "
+                             f"{src.num_outputs()} output(s)")
+            inputs.append((src, idx))
+        if op_name == "null":
+            if inputs:
+                _fail(where, f"variable node {name!r} cannot have inputs")
+            nodes.append(Node(None, name, {}, raw, ()))
+            continue
+        op = registry.find(op_name)
+        if op is None:
+            raise MXNetError(f"cannot load symbol JSON{where}: operator {op_name!r} (node {i}, {name!r}) is not "
+                             "implemented in mixnet")
+        given = {}
+        for key, value in raw.items():
+            if key.startswith("__") and key.endswith("__"):
+                continue
+            if key not in op.attrs:
+                if key in _IGNORABLE:
+                    continue
+                if key.endswith(("_lr_mult", "_wd_mult")):
+                    continue
+                _fail(where, f"node {name!r} (op {op.name}): unknown attribute {key}={value!r} "
+                             f"(known: {', '.join(op.attrs) or 'none'})")
+            given[key] = value
+        if version < 905 and op.name in ("argmax", "argmin") and given.get("axis") == "-1":
+            given.pop("axis")                              # §3.8 rule 4
+        try:
+            attrs = op.parse(given)
+        except MXNetError as err:
+            _fail(where, f"node {name!r}: {err}")
+        node = Node(op, name, attrs, raw, inputs)
+        if any(versions) and versions != [1 if s in op.mutates else 0 for s in range(len(inputs))]:
+            node.json_versions = versions
+        if not op.variadic:
+            names = op.input_names(attrs)
+            if len(inputs) < len(names) and version < 900:   # §3.8 rule 2: weights were auto-created
+                op_raw = {k: v for k, v in raw.items() if not k.startswith("__")}
+                for arg in names[len(inputs):]:
+                    var = Node(None, f"{name}_{arg}", {}, dict(op_raw), ())
+                    node.inputs.append((var, 0))
+            if len(node.inputs) != len(names):
+                _fail(where, f"node {name!r} (op {op.name}) has {len(node.inputs)} input(s), expected "
+                             f"{len(names)} ({', '.join(names)})")
+        if version < 904 and op.name == "BatchNorm":      # §3.8 rule 3
+            for slot, init in ((3, '["zero", {}]'), (4, '["one", {}]')):
+                var = node.inputs[slot][0]
+                if var.op is None:
+                    var.raw.setdefault("__init__", init)
+        for key in list(raw):                               # weight_lr_mult -> the weight's __lr_mult__
+            for suffix in ("_lr_mult", "_wd_mult"):
+                if key.endswith(suffix) and not key.startswith("__"):
+                    arg = key[:-len(suffix)]
+                    names = node.input_names()
+                    if arg in names and node.inputs[names.index(arg)][0].op is None:
+                        node.inputs[names.index(arg)][0].raw[f"__{suffix[1:]}__"] = raw.pop(key)
+        nodes.append(node)
+    ptr = doc.get("node_row_ptr")
+    if ptr is not None:
+        # Hidden output counts depend on MXNet's build (oneDNN adds a workspace output to max Pooling), so they
+        # are kept for writing the file back, not checked against mixnet's ops.
+        if not isinstance(ptr, list) or len(ptr) != len(nodes) + 1 or not all(
+                isinstance(p, int) for p in ptr) or any(b < a for a, b in zip(ptr, ptr[1:])):
+            _fail(where, "node_row_ptr must be a non-decreasing list of len(nodes) + 1 integers")
+        for n, a, b in zip(nodes, ptr, ptr[1:]):
+            if b - a != _json_outputs(n):
+                n.json_outputs = b - a
+    heads = []
+    if not doc["heads"]:
+        _fail(where, "the graph has no heads (outputs)")
+    for e in doc["heads"]:
+        nid, idx = _entry(e, len(nodes), "heads", where)
+        if not 0 <= idx < nodes[nid].num_outputs():
+            _fail(where, f"head {e!r}: node {nodes[nid].name!r} has {nodes[nid].num_outputs()} output(s)")
+        heads.append((nodes[nid], idx))
+    return heads

@@ -1,0 +1,523 @@
+"""`Symbol`: a list of node outputs in the graph IR, with MXNet 1.x's Symbol API.
+
+Differences from MXNet, on purpose (DESIGN.md, "Compatibility decisions"): `+ - * / % **` and comparisons
+between Symbols broadcast (they map to `broadcast_add` etc., as NDArray's do; MXNet used non-broadcasting
+`elemwise_add`). Node names stay MXNet's (`_plus0`, `_mulscalar0`). `print(sym)` shows one line per node with
+its op, inputs, attributes and the user's `file:line` (repr stays MXNet's `<Symbol name>`).
+"""
+import os
+import tempfile
+
+import numpy as np
+
+from .. import attribute, name as name_module
+from ..base import MXNetError
+from ..ops import registry
+from ..ops.binding import bind_call
+from ..serialization import dtype_code
+from .graph import Node, mx_str, topo_order, user_location
+from .infer import infer_graph, known
+from .json_io import graph_from_json, graph_to_json
+
+__all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "make_function",
+           "build_functions", "create_node"]
+
+# inputs whose auto-created variables MXNet gives an initializer (BatchNorm's running statistics)
+_INPUT_INIT = {("BatchNorm", "moving_mean"): '["zero", {}]', ("BatchNorm", "moving_var"): '["one", {}]'}
+
+
+class Symbol:
+    """Outputs of a graph: a list of (Node, output index) entries."""
+    __slots__ = ("_outputs",)
+
+    def __init__(self, outputs):
+        self._outputs = list(outputs)
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def name(self):
+        if len(self._outputs) != 1:
+            return None
+        return self._outputs[0][0].name
+
+    def _nodes(self):
+        return topo_order(self._outputs)
+
+    def __len__(self):
+        return len(self._outputs)
+
+    def __iter__(self):
+        return (Symbol([e]) for e in self._outputs)
+
+    def __getitem__(self, index):
+        if isinstance(index, str):
+            names = self.list_outputs()
+            matches = [i for i, n in enumerate(names) if n == index]
+            if not matches:
+                raise ValueError(f"There is no output named {index!r} (outputs: {names})")
+            if len(matches) > 1:
+                raise ValueError(f"There are multiple outputs named {index!r}")
+            index = matches[0]
+        if isinstance(index, slice):
+            return Symbol(self._outputs[index])
+        if not isinstance(index, (int, np.integer)):
+            raise TypeError("Symbol only supports an integer index or an output name")
+        if not -len(self._outputs) <= index < len(self._outputs):
+            raise IndexError(f"Symbol has {len(self._outputs)} output(s), index {index} is out of range")
+        return Symbol([self._outputs[index]])
+
+    def _aux_ids(self, nodes):
+        aux = set()
+        for node in nodes:
+            if node.op is not None:
+                for slot in node.op.mutates:
+                    if slot < len(node.inputs) and node.inputs[slot][0].op is None:
+                        aux.add(id(node.inputs[slot][0]))
+        return aux
+
+    def list_arguments(self):
+        nodes = self._nodes()
+        aux = self._aux_ids(nodes)
+        return [n.name for n in nodes if n.op is None and id(n) not in aux]
+
+    def list_auxiliary_states(self):
+        nodes = self._nodes()
+        aux = self._aux_ids(nodes)
+        return [n.name for n in nodes if n.op is None and id(n) in aux]
+
+    def list_inputs(self):
+        return [n.name for n in self._nodes() if n.op is None]
+
+    def list_outputs(self):
+        return [node.output_names()[idx] if node.op is not None else node.name for node, idx in self._outputs]
+
+    def get_internals(self):
+        entries = []
+        for node in self._nodes():
+            entries.extend((node, i) for i in range(node.num_visible()))
+        return Symbol(entries)
+
+    def get_children(self):
+        if len(self._outputs) != 1:
+            raise MXNetError("get_children needs a single-output Symbol")
+        node = self._outputs[0][0]
+        return Symbol(node.inputs) if node.inputs else None
+
+    # ------------------------------------------------------------------ attributes
+    def attr(self, key):
+        if len(self._outputs) != 1:
+            raise MXNetError("attr() needs a single-output Symbol")
+        return self._outputs[0][0].raw.get(key)
+
+    def list_attr(self, recursive=False):
+        if recursive:
+            raise MXNetError("list_attr(recursive=True) is removed in MXNet 1.x; use attr_dict()")
+        if len(self._outputs) != 1:
+            return {}
+        return dict(self._outputs[0][0].raw)
+
+    def attr_dict(self):
+        return {n.name: dict(n.raw) for n in self._nodes() if n.raw}
+
+    def _set_attr(self, **kwargs):
+        for key, value in kwargs.items():
+            if not isinstance(value, str):
+                raise ValueError("Set Attr only accepts string values")
+            for node, _ in self._outputs:
+                node.raw[key] = value
+
+    # ------------------------------------------------------------------ inference
+    def _infer(self, shapes, dtypes, partial):
+        nodes = self._nodes()
+        return nodes, infer_graph(nodes, shapes, dtypes, partial)
+
+    def _shape_args(self, args, kwargs):
+        names = self.list_arguments()
+        if args:
+            if kwargs:
+                raise MXNetError("infer_shape: give shapes either positionally or by name, not both")
+            if len(args) > len(names):
+                raise MXNetError(f"infer_shape: {len(args)} shapes given for {len(names)} arguments {names}")
+            kwargs = {n: s for n, s in zip(names, args) if s is not None}
+        unknown = [k for k in kwargs if k not in self.list_inputs()]
+        if unknown:
+            raise MXNetError(f"infer_shape: {unknown} are not inputs of this symbol (inputs: {self.list_inputs()})")
+        return {k: tuple(v) for k, v in kwargs.items()}
+
+    def _infer_shapes(self, args, kwargs):
+        shapes = self._shape_args(args, kwargs)
+        nodes, (eshape, _) = self._infer(shapes, {}, True)
+        by_name = {n.name: eshape.get((id(n), 0)) for n in nodes if n.op is None}
+        return ([by_name[n] for n in self.list_arguments()],
+                [eshape.get((id(node), idx)) for node, idx in self._outputs],
+                [by_name[n] for n in self.list_auxiliary_states()])
+
+    def infer_shape(self, *args, **kwargs):
+        """(arg_shapes, out_shapes, aux_shapes) from the given input shapes (by name or in list_arguments()
+        order); (None, None, None) with a warning when some stay unknown."""
+        res = self._infer_shapes(args, kwargs)
+        names = self.list_arguments() + self.list_auxiliary_states()
+        missing = [(n, s) for n, s in zip(names, res[0] + res[2]) if not known(s)]
+        if missing or not all(known(s) for s in res[1]):
+            import warnings
+            warnings.warn("Cannot decide shape for the following arguments (0s in shape means unknown "
+                          "dimensions). Consider providing them as input:\n" +
+                          "\n".join(f"\t{n}: {s if s is not None else ()}" for n, s in missing), stacklevel=2)
+            return None, None, None
+        return res
+
+    def infer_shape_partial(self, *args, **kwargs):
+        """Like infer_shape, but unknown shapes are () (or keep their 0 dims) instead of failing."""
+        return tuple([s if s is not None else () for s in group] for group in self._infer_shapes(args, kwargs))
+
+    def infer_type(self, *args, **kwargs):
+        names = self.list_arguments()
+        if args:
+            kwargs = {n: d for n, d in zip(names, args) if d is not None}
+        dtypes = {k: np.dtype(v) for k, v in kwargs.items()}
+        nodes = self._nodes()
+        shapes = {}
+        _, edtype = infer_graph(nodes, shapes, dtypes, False)
+        by_name = {n.name: edtype.get((id(n), 0)) for n in nodes if n.op is None}
+        outs = [edtype.get((id(node), idx)) for node, idx in self._outputs]
+        args_t = [by_name[n] for n in names]
+        aux_t = [by_name[n] for n in self.list_auxiliary_states()]
+        if any(t is None for t in args_t + outs + aux_t):
+            return None, None, None
+        as_type = lambda ts: [t.type for t in ts]  # noqa: E731 - MXNet returns numpy type classes
+        return as_type(args_t), as_type(outs), as_type(aux_t)
+
+    def infer_type_partial(self, *args, **kwargs):
+        return self.infer_type(*args, **kwargs)
+
+    # ------------------------------------------------------------------ JSON
+    def tojson(self, remove_amp_cast=True):
+        return graph_to_json(self._outputs)
+
+    def save(self, fname, remove_amp_cast=True):
+        """Writes the JSON atomically (a temporary file in the same folder, then a rename)."""
+        text = self.tojson()
+        folder = os.path.dirname(os.path.abspath(fname))
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, fname)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    # ------------------------------------------------------------------ text
+    def __repr__(self):
+        if len(self._outputs) == 1:
+            return f"<Symbol {self.name}>"
+        return f"<Symbol group [{', '.join(n.name for n, _ in self._outputs)}]>"
+
+    def __str__(self):
+        return self.debug_str()
+
+    def debug_str(self):
+        """One line per node: `name = op(inputs, attrs)  # file:line`, then the outputs."""
+        nodes = self._nodes()
+        aux = self._aux_ids(nodes)
+        lines = []
+
+        def entry(node, idx):
+            return node.name if node.num_outputs() == 1 else f"{node.name}[{idx}]"
+        for node in nodes:
+            if node.op is None:
+                kind = "aux" if id(node) in aux else "var"
+                extra = ", ".join(f"{k.strip('_')}={v}" for k, v in sorted(node.raw.items()))
+                text = f"{kind} {node.name}" + (f" ({extra})" if extra else "")
+            else:
+                args = [entry(src, idx) for src, idx in node.inputs]
+                args += [f"{k}={v}" for k, v in sorted(node.raw.items())]
+                text = f"{node.name} = {node.op.name}({', '.join(args)})"
+            if node.location:
+                text = f"{text:<60}  # {node.location}"
+            lines.append(text.rstrip())
+        lines.append("outputs: " + ", ".join(entry(n, i) for n, i in self._outputs))
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ arithmetic (broadcasting)
+    def _binary(self, other, array_op, scalar_op, hint, scalar_hint, reverse=False):
+        if isinstance(other, Symbol):
+            lhs, rhs = (other, self) if reverse else (self, other)
+            return create_node(array_op, [lhs, rhs], {}, name_hint=hint)
+        if isinstance(other, (int, float, np.number, bool)) and not isinstance(other, np.ndarray):
+            return create_node(scalar_op, [self], {"scalar": other}, name_hint=scalar_hint)
+        return NotImplemented
+
+    def __add__(self, o):
+        return self._binary(o, "broadcast_add", "_plus_scalar", "_plus", "_plusscalar")
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._binary(o, "broadcast_sub", "_minus_scalar", "_minus", "_minusscalar")
+
+    def __rsub__(self, o):
+        return self._binary(o, "broadcast_sub", "_rminus_scalar", "_minus", "_rminusscalar", reverse=True)
+
+    def __mul__(self, o):
+        return self._binary(o, "broadcast_mul", "_mul_scalar", "_mul", "_mulscalar")
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o):
+        return self._binary(o, "broadcast_div", "_div_scalar", "_div", "_divscalar")
+
+    def __rtruediv__(self, o):
+        return self._binary(o, "broadcast_div", "_rdiv_scalar", "_div", "_rdivscalar", reverse=True)
+
+    __div__, __rdiv__ = __truediv__, __rtruediv__
+
+    def __mod__(self, o):
+        return self._binary(o, "broadcast_mod", "_mod_scalar", "_mod", "_modscalar")
+
+    def __rmod__(self, o):
+        return self._binary(o, "broadcast_mod", "_rmod_scalar", "_mod", "_rmodscalar", reverse=True)
+
+    def __pow__(self, o):
+        return self._binary(o, "broadcast_power", "_power_scalar", "_power", "_powerscalar")
+
+    def __rpow__(self, o):
+        return self._binary(o, "broadcast_power", "_rpower_scalar", "_power", "_rpower_scalar", reverse=True)
+
+    def __neg__(self):
+        return self.__mul__(-1.0)
+
+    def __abs__(self):
+        return create_node("abs", [self], {}, name_hint="abs")
+
+    def __eq__(self, o):
+        return self._binary(o, "broadcast_equal", "_equal_scalar", "_equal", "_equal_scalar")
+
+    def __ne__(self, o):
+        return self._binary(o, "broadcast_not_equal", "_not_equal_scalar", "_not_equal", "_not_equal_scalar")
+
+    def __gt__(self, o):
+        return self._binary(o, "broadcast_greater", "_greater_scalar", "_greater", "_greater_scalar")
+
+    def __ge__(self, o):
+        return self._binary(o, "broadcast_greater_equal", "_greater_equal_scalar", "_greater_equal",
+                            "_greater_equal_scalar")
+
+    def __lt__(self, o):
+        return self._binary(o, "broadcast_lesser", "_lesser_scalar", "_lesser", "_lesser_scalar")
+
+    def __le__(self, o):
+        return self._binary(o, "broadcast_lesser_equal", "_lesser_equal_scalar", "_lesser_equal",
+                            "_lesser_equal_scalar")
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise NotImplementedError("The truth value of a Symbol is not defined (it has no data)")
+
+    def __copy__(self):
+        return Symbol(self._outputs)
+
+    def __deepcopy__(self, memo):
+        return load_json(self.tojson())
+
+    def __getstate__(self):
+        return {"json": self.tojson()}
+
+    def __setstate__(self, state):
+        self._outputs = load_json(state["json"])._outputs
+
+    # ------------------------------------------------------------------ execution (see executor.py)
+    def eval(self, ctx=None, **kwargs):
+        from .executor import evaluate
+        return evaluate(self, kwargs, ctx)
+
+    def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
+             shared_exec=None):
+        from .executor import Executor
+        return Executor(self, ctx, args, args_grad, grad_req, aux_states)
+
+    def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
+                    shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
+        from .executor import simple_bind
+        return simple_bind(self, ctx, grad_req, type_dict, kwargs)
+
+    # fluent helpers most used in graph code
+    def reshape(self, *shape, **kwargs):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        if shape:
+            kwargs["shape"] = tuple(shape)
+        return _call("reshape", self, **kwargs)
+
+    def astype(self, dtype):
+        return _call("Cast", self, dtype=dtype)
+
+    def __getattr__(self, name):
+        # fluent methods (x.sum(axis=1), x.exp(), x.swapaxes(1, 2)) from the registry
+        if name.startswith("_"):
+            raise AttributeError(name)
+        op = registry.find(name)
+        if op is None or op.creates or op.hidden:
+            raise AttributeError(f"'Symbol' object has no attribute {name!r}")
+        fn = make_function(op, name)
+        return lambda *args, **kwargs: fn(self, *args, **kwargs)
+
+
+def _call(public_name, *args, **kwargs):
+    return make_function(registry.get(public_name), public_name)(*args, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# making nodes
+def _symbol_inputs(op, entries):
+    out = []
+    for x in entries:
+        if not isinstance(x, Symbol):
+            raise MXNetError(f"{op.name}: inputs must be Symbols, got {type(x).__name__}")
+        if len(x._outputs) != 1:
+            raise MXNetError(f"{op.name}: an input must have exactly one output, got a group of {len(x._outputs)} "
+                             f"({', '.join(x.list_outputs())})")
+        out.append(x._outputs[0])
+    return out
+
+
+def create_node(op_name, inputs, given, name=None, attr=None, name_hint=None, missing=None):
+    """Applies a registry op to Symbol inputs. `given` holds the attributes the user passed (written to JSON in
+    MXNet's spelling); `missing` lists input names to auto-create as `<node>_<input>` variables."""
+    op = registry.get(op_name) if isinstance(op_name, str) else op_name
+    try:
+        attrs = op.parse(given)
+    except MXNetError as err:
+        loc = user_location()
+        raise MXNetError(f"{err}" + (f"\n  at {loc}" if loc else "")) from None
+    hint = name_hint or op.name.lower()
+    node_name = name_module.NameManager.current().get(name, hint)
+    raw = {k: mx_str(k, v) for k, v in given.items()}
+    raw.update(attribute.AttrScope.current().get(attr))
+    entries = _symbol_inputs(op, [x for x in inputs if x is not None])
+    node = Node(op, node_name, attrs, raw, [], user_location())
+    if missing:
+        op_raw = {k: v for k, v in raw.items() if not k.startswith("__")}
+        slots = {n: i for i, n in enumerate(op.input_names(attrs))}
+        full = list(inputs)
+        for arg in missing:
+            var_raw = dict(op_raw)
+            init = _INPUT_INIT.get((op.name, arg))
+            if init:
+                var_raw["__init__"] = init
+            full[slots[arg]] = Symbol([(Node(None, f"{node_name}_{arg}", {}, var_raw, (), node.location), 0)])
+        entries = _symbol_inputs(op, full)
+    node.inputs = entries
+    return Symbol([(node, i) for i in range(node.num_visible())])
+
+
+def bind_symbol_arguments(op, args, kwargs):
+    """A call's arguments -> (inputs, raw attributes, missing input names) by MXNet's convention
+    (ops/binding.py); inputs not given are auto-created as variables, as MXNet does."""
+    inputs, given, names = bind_call(op, args, kwargs, lambda v: isinstance(v, Symbol), named_variadic=True)
+    if names is None:
+        if "num_args" in op.attrs and "num_args" not in given:
+            given["num_args"] = len(inputs)
+        return inputs, given, []
+    return inputs, given, [n for n, x in zip(names, inputs) if x is None]
+
+
+_FUNCTIONS = {}
+
+
+def make_function(op, public_name=None):
+    public_name = public_name or op.name
+    key = (op.name, public_name)
+    if key in _FUNCTIONS:
+        return _FUNCTIONS[key]
+    hint = public_name.lower()
+
+    def function(*args, name=None, attr=None, out=None, **kwargs):
+        if out is not None:
+            raise MXNetError(f"{public_name}: out= is not supported for Symbols")
+        inputs, given, missing = bind_symbol_arguments(op, args, kwargs)
+        return create_node(op, inputs, given, name=name, attr=attr, name_hint=hint, missing=missing)
+    function.__name__ = public_name
+    function.__qualname__ = public_name
+    function.__doc__ = (op.doc or f"The {op.name} operator.") + "\n\nReturns a Symbol (a graph node)."
+    _FUNCTIONS[key] = function
+    return function
+
+
+def build_functions(namespace, prefix=""):
+    """One function per registry op (and alias) whose name starts with `prefix`."""
+    made = {}
+    for op in registry.all_ops():
+        for public in (op.name,) + tuple(op.aliases):
+            if not public.startswith(prefix):
+                continue
+            short = public[len(prefix):]
+            if short and short not in namespace:
+                namespace[short] = made[short] = make_function(op, public)
+    return made
+
+
+# ---------------------------------------------------------------------------------------------------------
+# variables, groups, loading
+def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None, stype=None, **kwargs):
+    """A graph input/parameter. Hidden attributes are written to JSON as MXNet does (__shape__, __dtype__ as the
+    dtype code, __init__, __lr_mult__, __wd_mult__, __storage_type__)."""
+    if not isinstance(name, str):
+        raise TypeError("Expect a string for variable `name`")
+    raw = attribute.AttrScope.current().get(attr)
+    if shape is not None:
+        raw["__shape__"] = str(tuple(shape) if isinstance(shape, list) else shape)
+    if lr_mult is not None:
+        raw["__lr_mult__"] = str(lr_mult)
+    if wd_mult is not None:
+        raw["__wd_mult__"] = str(wd_mult)
+    if dtype is not None:
+        raw["__dtype__"] = str(dtype_code(np.dtype(dtype) if not isinstance(dtype, str) else
+                                          np.dtype({"float": "float32"}.get(dtype, dtype))))
+    if init is not None:
+        raw["__init__"] = init if isinstance(init, str) else init.dumps()
+    if stype is not None:
+        codes = {"default": 0, "row_sparse": 1, "csr": 2}
+        if stype not in codes:
+            raise MXNetError(f"var {name!r}: unknown stype {stype!r}")
+        raw["__storage_type__"] = str(codes[stype])
+    for key, value in kwargs.items():
+        if key.startswith("__") and key.endswith("__"):
+            raw[key] = str(value)
+        else:
+            raise ValueError(f"Attribute name={key} is not supported. Additional attributes must start and end "
+                             "with double underscores, e.g, __yourattr__")
+    return Symbol([(Node(None, name, {}, raw, (), user_location()), 0)])
+
+
+Variable = var
+
+
+def Group(symbols):
+    """One Symbol whose outputs are all the given symbols' outputs, in order."""
+    if not symbols or any(not isinstance(s, Symbol) for s in symbols):
+        raise TypeError("Expected a list of symbols as input")
+    entries = []
+    for s in symbols:
+        entries.extend(s._outputs)
+    return Symbol(entries)
+
+
+def load_json(json_str):
+    """A Symbol from MXNet JSON text (any MXNet version's files; corrupt input raises MXNetError)."""
+    return Symbol(graph_from_json(json_str))
+
+
+fromjson = load_json
+
+
+def load(fname):
+    """Loads a `-symbol.json` file."""
+    try:
+        with open(fname, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        raise MXNetError(f"cannot read symbol file {fname!r}: {err}") from None
+    return Symbol(graph_from_json(data, source=repr(str(fname))))
