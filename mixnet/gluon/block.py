@@ -7,23 +7,21 @@ from collections import OrderedDict, defaultdict
 import numpy as np
 
 from .. import initializer as init_module
+from .. import name as name_module
 from ..base import MXNetError
 from ..ndarray import load as nd_load, save as nd_save
 from ..ndarray.ndarray import NDArray
+from . import cached_graph
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, _load_into, select_params
 
 __all__ = ["Block", "HybridBlock"]
 
-_STATE = threading.local()     # per-thread: the innermost name scope, and global counters per hint
+_STATE = threading.local()     # per-thread: the innermost name scope
 
 
 def _global_name(hint):
-    counters = getattr(_STATE, "counters", None)
-    if counters is None:
-        counters = _STATE.counters = {}
-    count = counters.get(hint, 0)
-    counters[hint] = count + 1
-    return f"{hint}{count}"
+    """Outside any name_scope: the thread's NameManager counter, shared with symbol names as in MXNet."""
+    return name_module.NameManager.current().get(None, hint)
 
 
 class _BlockScope:
@@ -33,6 +31,7 @@ class _BlockScope:
         self._block = block
         self._counter = {}
         self._old = None
+        self._name_prefix = None
 
     @staticmethod
     def create(prefix, params, hint):
@@ -58,10 +57,14 @@ class _BlockScope:
             return self
         self._old = getattr(_STATE, "scope", None)
         _STATE.scope = self
+        self._name_prefix = name_module.Prefix(self._block.prefix)   # symbols made inside get the prefix too
+        self._name_prefix.__enter__()
         return self
 
     def __exit__(self, *exc):
         if not self._block._empty_prefix:
+            self._name_prefix.__exit__(*exc)
+            self._name_prefix = None
             _STATE.scope = self._old
         return False
 
@@ -323,23 +326,55 @@ class HybridBlock(Block):
         super().__init__(prefix, params)
         self._active = False
         self._flags = {}
+        self._cached_graphs = {}
+        self._last_graph = None
 
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False, static_shape=False,
                   inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, **kwargs):
-        """Marks the block for compilation. mixnet's compiler is not in this release yet, so a hybridized block
-        runs eagerly: the results are exactly the eager ones (see docs/compatibility.md)."""
+        """Compiles the block: each new input signature is traced once into a graph (see cached_graph.py),
+        later calls run the cached graph. Results are identical to eager ones. static_alloc/static_shape and
+        the bulk sizes are accepted; memory planning honours them once it lands."""
         self._active = active
         self._flags = dict(backend=backend, static_alloc=static_alloc, static_shape=static_shape,
                            inline_limit=inline_limit, **kwargs)
+        if clear:
+            self._cached_graphs = {}
         super().hybridize(active, backend=backend, clear=clear, static_alloc=static_alloc,
                           static_shape=static_shape, inline_limit=inline_limit, **kwargs)
 
     def _run_forward(self, args, kwargs):
+        if self._active and not kwargs and not cached_graph.TRACING.get() and not cached_graph.EAGER.get() \
+                and args and all(a is None or isinstance(a, (NDArray, list, tuple)) for a in args):
+            return cached_graph.call_hybridized(self, args)
+        return self._run_eager(args, kwargs)
+
+    def _run_eager(self, args, kwargs):
         try:
             return self.forward(*args, **kwargs)
         except DeferredInitializationError:
             self._infer_and_initialize(args)
             return self.forward(*args, **kwargs)
+
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Writes `path-symbol.json` and `path-%04d.params` (arg:/aux: names) that MXNet's
+        SymbolBlock.imports loads. Needs one hybridized forward first (that call traced the graph)."""
+        graph = getattr(self, "_last_graph", None)
+        if graph is None:
+            raise MXNetError("Please first call block.hybridize() and then run forward with this block at least "
+                             "once before calling export.")
+        symbol_file, params_file = f"{path}-symbol.json", f"{path}-{epoch:04d}.params"
+        graph.symbol.save(symbol_file)
+        params = self.collect_params()
+        args = set(graph.symbol.list_arguments())
+        aux = set(graph.symbol.list_auxiliary_states())
+        arrays = {}
+        for name, param in params.items():
+            if name in args:
+                arrays["arg:" + name] = param.list_data()[0]
+            elif name in aux:
+                arrays["aux:" + name] = param.list_data()[0]
+        nd_save(params_file, arrays)
+        return symbol_file, params_file
 
     def _infer_and_initialize(self, args):
         pending = [p for p in self._reg_params.values() if p._data is None and p._deferred_init is not None]
@@ -363,6 +398,11 @@ class HybridBlock(Block):
             "give the parameters full shapes, or define infer_shape(self, *inputs) on the block")
 
     def forward(self, x, *args):
+        if cached_graph.TRACING.get():
+            from .. import symbol as F
+            params = {name: p.var() for name, p in self._reg_params.items()}
+            with name_module.Prefix(self.prefix):        # node names as MXNet's trace makes them
+                return self.hybrid_forward(F, x, *args, **params)
         ctx = x.context if isinstance(x, NDArray) else None
         params = {name: p.data(ctx) for name, p in self._reg_params.items()}
         from .. import ndarray as F

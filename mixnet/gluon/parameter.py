@@ -16,6 +16,7 @@ from ..context import Context, current_context
 from ..ndarray import ndarray as nd_module
 from ..ndarray import load as nd_load, save as nd_save
 from ..ndarray.ndarray import NDArray
+from .cached_graph import TRACING
 
 __all__ = ["DeferredInitializationError", "Parameter", "Constant", "ParameterDict"]
 
@@ -180,6 +181,9 @@ class Parameter:
                          f"on {self.list_ctx()}")
 
     def data(self, ctx=None):
+        """The value on ctx; while hybridize() traces a 2.0-style forward, the parameter's symbol variable."""
+        if TRACING.get():
+            return self.var()
         self._check_initialized()
         return self._select(self._data, ctx)
 
@@ -255,7 +259,7 @@ class Parameter:
         """This parameter as a symbol variable (name, shape, dtype, multipliers and initializer attached)."""
         from .. import symbol
         return symbol.var(self.name, shape=self._shape, dtype=self.dtype, lr_mult=self.lr_mult,
-                          wd_mult=self.wd_mult, init=self.init)
+                          wd_mult=self.wd_mult, init=self.init, stype="default")
 
 
 class Constant(Parameter):

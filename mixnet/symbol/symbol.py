@@ -313,8 +313,27 @@ class Symbol:
 
     __hash__ = object.__hash__
 
+    def _no_data(self, what):
+        where = user_location()
+        raise MXNetError(f"{what} on a traced value: while hybridize() traces, arrays are symbols without data, "
+                         "so Python control flow cannot depend on them. Use mx.nd.contrib.cond / foreach / "
+                         "while_loop (F.contrib.* in hybrid_forward), or do not hybridize this block"
+                         + (f"\n  at {where}" if where else ""))
+
     def __bool__(self):
-        raise NotImplementedError("The truth value of a Symbol is not defined (it has no data)")
+        self._no_data("bool()/if")
+
+    def __float__(self):
+        self._no_data("float()")
+
+    def __int__(self):
+        self._no_data("int()")
+
+    def asnumpy(self):
+        self._no_data("asnumpy()")
+
+    def asscalar(self):
+        self._no_data("asscalar()")
 
     def __copy__(self):
         return Symbol(self._outputs)

@@ -1,0 +1,141 @@
+"""What `hybridize()` does: trace a HybridBlock into a Symbol graph per input signature and run the graph.
+
+A call's signature is the nesting of its arguments, each array's shape, dtype and device, and the training
+mode. On a new signature the block's own `hybrid_forward` (with F = mx.sym) or 2.0-style `forward` runs once
+with symbol variables (parameters trace as their variables, children inline), giving a graph that is cached
+and then interpreted op by op through the dispatch door, so autograd records it like eager code. Python
+control flow on traced values fails at the user's line with a pointer to contrib.cond / foreach / while_loop.
+
+Fusion and memory planning (the fast path) replace the interpreter later without changing this interface.
+"""
+import contextvars
+import os
+import warnings
+
+import numpy as np
+
+from .. import autograd
+from ..base import MXNetError
+from ..ndarray.ndarray import NDArray
+
+TRACING = contextvars.ContextVar("mixnet_hybridize_tracing", default=False)
+EAGER = contextvars.ContextVar("mixnet_hybridize_eager", default=False)   # a hybridized ancestor runs eagerly
+_LOG_COMPILES = os.environ.get("MIXNET_LOG_COMPILES", "").strip() not in ("", "0")
+
+
+def flatten(args):
+    """Nested lists/tuples of NDArrays (and None) -> (flat list of NDArrays, structure description)."""
+    if isinstance(args, NDArray):
+        return [args], "x"
+    if args is None:
+        return [], None
+    if isinstance(args, (list, tuple)):
+        flat, parts = [], []
+        for item in args:
+            items, shape = flatten(item)
+            flat.extend(items)
+            parts.append(shape)
+        return flat, (type(args).__name__, tuple(parts))
+    raise MXNetError(f"hybridized blocks take NDArrays, None and lists/tuples of them; got {type(args).__name__}")
+
+
+def unflatten(flat, structure):
+    """Inverse of flatten: rebuilds the nesting from a flat sequence (consumed from the front)."""
+    if structure == "x":
+        return flat.pop(0)
+    if structure is None:
+        return None
+    kind, parts = structure
+    items = [unflatten(flat, p) for p in parts]
+    return tuple(items) if kind == "tuple" else items
+
+
+def _flatten_outputs(out):
+    from ..symbol import Symbol
+    if isinstance(out, Symbol):
+        outs = [out[i] for i in range(len(out.list_outputs()))] if len(out.list_outputs()) > 1 else [out]
+        return outs, "x" if len(outs) == 1 else ("tuple", ("x",) * len(outs))
+    if isinstance(out, (list, tuple)):
+        flat, parts = [], []
+        for item in out:
+            items, shape = _flatten_outputs(item)
+            flat.extend(items)
+            parts.append(shape)
+        return flat, (type(out).__name__, tuple(parts))
+    raise MXNetError(f"a hybridized forward must return Symbols/NDArrays or lists of them, got {type(out).__name__}")
+
+
+def signature(flat, structure):
+    ctx = flat[0].context if flat else None
+    return (structure, tuple((tuple(a.shape), np.dtype(a.dtype).name) for a in flat), ctx,
+            autograd.is_training())
+
+
+class CachedGraph:
+    """One traced graph: the symbol, its input names, and how to regroup its outputs."""
+
+    def __init__(self, block, args):
+        from .. import symbol
+        flat, structure = flatten(args)
+        self.input_names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
+        sym_inputs = [symbol.var(n) for n in self.input_names]
+        token = TRACING.set(True)
+        try:
+            out = block.forward(*unflatten(list(sym_inputs), structure))
+        finally:
+            TRACING.reset(token)
+        outs, self.out_structure = _flatten_outputs(out)
+        self.symbol = outs[0] if len(outs) == 1 else symbol.Group(outs)
+        self.param_names = [n for n in self.symbol.list_inputs() if n not in self.input_names]
+
+    def run(self, block, flat):
+        from ..symbol.executor import run_graph
+        ctx = flat[0].context if flat else None
+        params = block.collect_params()
+        values = dict(zip(self.input_names, flat))
+        for name in self.param_names:
+            if name not in params:
+                raise MXNetError(f"{type(block).__name__} {block.name!r}: the traced graph uses {name!r}, which is "
+                                 "not a parameter of this block (was a parameter created inside forward?)")
+            values[name] = params[name].data(ctx)
+        outs = run_graph(self.symbol, values, ctx)
+        return unflatten(list(outs), self.out_structure)
+
+
+def has_hooks_below(block):
+    return any(child._forward_hooks or child._forward_pre_hooks or has_hooks_below(child)
+               for child in block._children.values())
+
+
+def _eager(block, args):
+    """Runs the block eagerly, children included (they must not trace graphs of their own meanwhile)."""
+    token = EAGER.set(True)
+    try:
+        return block._run_eager(args, {})
+    finally:
+        EAGER.reset(token)
+
+
+def call_hybridized(block, args):
+    """Runs a hybridized block on NDArray args: trace on a new signature, then run the cached graph."""
+    if has_hooks_below(block):
+        if not getattr(block, "_warned_hooks", False):
+            warnings.warn(f"{type(block).__name__} {block.name!r}: a child block has forward hooks, so the block "
+                          "runs eagerly (hooks keep firing; results are the same)", stacklevel=3)
+            block._warned_hooks = True
+        return _eager(block, args)
+    flat, structure = flatten(args)
+    key = signature(flat, structure)
+    graph = block._cached_graphs.get(key)
+    if graph is not None:
+        return graph.run(block, flat)
+    first_result = None
+    if any(p._data is None for p in block.collect_params().values()):
+        first_result = _eager(block, args)       # deferred shapes: one eager call initializes them exactly
+    graph = CachedGraph(block, args)
+    block._cached_graphs[key] = graph
+    block._last_graph = graph
+    if _LOG_COMPILES:
+        print(f"mixnet: hybridize traced {type(block).__name__} {block.name!r} "
+              f"(graph {len(block._cached_graphs)}) for signature {key}")
+    return first_result if first_result is not None else graph.run(block, flat)

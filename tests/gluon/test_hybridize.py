@@ -1,0 +1,147 @@
+"""hybridize(): tracing per signature, identical results to eager (outputs and gradients), clear errors for
+Python control flow on traced values, hooks, and export that MXNet (and mixnet) import."""
+import json
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import mixnet as mx
+from mixnet import autograd, gluon, nd
+from mixnet.gluon import nn
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data", "symbol")
+
+
+def make_net():
+    net = nn.HybridSequential(prefix="net_")
+    with net.name_scope():
+        net.add(nn.Conv2D(4, 3, padding=1, activation="relu"), nn.BatchNorm(), nn.MaxPool2D(),
+                nn.Flatten(), nn.Dense(8, activation="tanh"), nn.Dropout(0.0), nn.Dense(3))
+    return net
+
+
+def run(net, x, train):
+    x = x.copy()
+    x.attach_grad()
+    with autograd.record(train_mode=train):
+        y = net(x)
+        loss = (y * y).sum()
+    loss.backward()
+    grads = {k: p.grad().asnumpy().copy() for k, p in net.collect_params().items() if p.grad_req != "null"}
+    return y.asnumpy(), x.grad.asnumpy(), grads
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_hybridized_equals_eager_outputs_and_gradients(train):
+    mx.random.seed(3)
+    x1 = nd.random.uniform(-1, 1, shape=(2, 2, 6, 6))
+    x2 = nd.random.uniform(-1, 1, shape=(3, 2, 6, 6))       # a second signature re-traces
+    eager, hybrid = make_net(), make_net()
+    eager.initialize(mx.init.Xavier())
+    eager(x1)
+    hybrid.initialize()
+    hybrid(x1)
+    for name, p in hybrid.collect_params().items():
+        p.set_data(eager.collect_params()[name.replace(hybrid.prefix, eager.prefix)].data())
+    hybrid.hybridize()
+    for x in (x1, x2, x1):
+        ye, gxe, ge = run(eager, x, train)
+        yh, gxh, gh = run(hybrid, x, train)
+        np.testing.assert_allclose(yh, ye, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(gxh, gxe, rtol=1e-6, atol=1e-7)
+        for (ne, a), (nh, b) in zip(sorted(ge.items()), sorted(gh.items())):
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6, err_msg=nh)
+    assert len(hybrid._cached_graphs) == 2
+
+
+def test_deferred_shapes_and_retrace_counts():
+    net = make_net()
+    net.initialize()
+    net.hybridize()
+    out = net(nd.ones((1, 2, 4, 4)))
+    assert out.shape == (1, 3)
+    net(nd.ones((1, 2, 4, 4)))
+    assert len(net._cached_graphs) == 1
+    with autograd.record():
+        net(nd.ones((1, 2, 4, 4)))
+    assert len(net._cached_graphs) == 2          # training mode is part of the signature
+
+
+class TwoStyle(gluon.HybridBlock):
+    """2.0-style forward: parameters read with .data(), lists and None accepted."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = gluon.Parameter("scale", shape=(3,), init=mx.init.Constant(2.0))
+
+    def forward(self, xs, bias=None):
+        a, b = xs
+        out = a * self.scale.data() + b
+        return out if bias is None else out + bias
+
+
+def test_forward_style_lists_and_none_inputs():
+    block = TwoStyle()
+    block.initialize()
+    a, b, c = nd.ones((2, 3)), nd.ones((2, 3)), nd.full((2, 3), 10.0)
+    expected1 = block([a, b]).asnumpy()
+    expected2 = block([a, b], c).asnumpy()
+    block.hybridize()
+    np.testing.assert_array_equal(block([a, b]).asnumpy(), expected1)
+    np.testing.assert_array_equal(block([a, b], c).asnumpy(), expected2)   # new structure: re-trace, no error
+    assert len(block._cached_graphs) == 2
+
+
+class Branchy(gluon.HybridBlock):
+    def hybrid_forward(self, F, x):
+        if x.sum() > 0:            # Python control flow on a traced value
+            return x
+        return -x
+
+
+def test_python_control_flow_on_traced_value_is_a_clear_error():
+    block = Branchy()
+    block.hybridize()
+    with pytest.raises(mx.MXNetError, match=r"contrib.cond.*\n  at .*test_hybridize.py:\d+"):
+        block(nd.ones((2,)))
+
+
+def test_child_hooks_keep_firing():
+    net = make_net()
+    net.initialize()
+    seen = []
+    net[0].register_forward_hook(lambda blk, inp, out: seen.append(out.shape))
+    net.hybridize()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        net(nd.ones((1, 2, 4, 4)))
+        net(nd.ones((1, 2, 4, 4)))
+    assert seen == [(1, 4, 4, 4)] * 2
+
+
+def test_export_round_trip_and_mxnet_layout(tmp_path):
+    net = nn.HybridSequential(prefix="net_")
+    with net.name_scope():
+        net.add(nn.Dense(8, activation="relu"), nn.BatchNorm(), nn.Dense(3))
+    net.initialize()
+    with pytest.raises(mx.MXNetError, match="hybridize"):
+        net.export(str(tmp_path / "early"))
+    net.hybridize()
+    x = nd.random.uniform(shape=(4, 5))
+    expected = net(x).asnumpy()
+    sym_file, params_file = net.export(str(tmp_path / "model"), epoch=3)
+    assert params_file.endswith("model-0003.params")
+    keys = sorted(nd.load(params_file))
+    assert "aux:net_batchnorm0_running_mean" in keys and "arg:net_dense0_weight" in keys
+    imported = gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
+    np.testing.assert_allclose(imported(x).asnumpy(), expected, rtol=1e-6)
+    # Same graph as MXNet 1.9.1's export of this net (tests/data/symbol/hybrid_mlp_bn-symbol.json), except that
+    # mixnet records the parameter shapes it knows instead of MXNet's pre-inference (0 = unknown) ones.
+    ours = json.load(open(sym_file))
+    theirs = json.load(open(os.path.join(DATA, "hybrid_mlp_bn-symbol.json")))
+    strip = lambda g: [(n["op"], n["name"], {k: v for k, v in n.get("attrs", {}).items() if k != "__shape__"},  # noqa
+                        n["inputs"]) for n in g["nodes"]]
+    assert strip(ours) == strip(theirs)
+    assert ours["heads"] == theirs["heads"] and ours["arg_nodes"] == theirs["arg_nodes"]
