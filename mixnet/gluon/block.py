@@ -277,9 +277,11 @@ class Block:
                 rows.append((block, shapes))
 
             self.apply(lambda b: handles.append(b.register_forward_hook(record)))
+            token = cached_graph.EAGER.set(True)      # per-layer hooks need the eager path, hybridized or not
             try:
                 self(*inputs)
             finally:
+                cached_graph.EAGER.reset(token)
                 for h in handles:
                     h.detach()
         else:

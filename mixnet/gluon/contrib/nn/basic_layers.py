@@ -38,9 +38,7 @@ class HybridConcurrent(HybridSequential):
         super().__init__(prefix=prefix, params=params)
         self.axis = axis
 
-    def forward(self, x):
-        from .... import ndarray as F
-        return self.hybrid_forward(F, x)
+    forward = HybridBlock.forward      # not HybridSequential's chaining: F is mx.nd eagerly, mx.sym when traced
 
     def hybrid_forward(self, F, x):
         return F.concat(*[block(x) for block in self._children.values()], dim=self.axis)
