@@ -2,7 +2,7 @@
 its inverse (`_sum_to`). Other layout ops live in shape.py."""
 import numpy as np
 
-from .attrs import Attr, REQUIRED, parse_any, parse_bool, parse_dtype, parse_shape, parse_axis
+from .attrs import Attr, REQUIRED, parse_any, parse_bool, parse_dtype, parse_int, parse_shape, parse_axis
 from .common import call, infer_same
 from .registry import OpDef, OpTest, register
 
@@ -13,12 +13,33 @@ def _cast(xp, x, dtype):
 
 
 register(OpDef(
-    name="Cast", kernel=_cast, aliases=("cast",), attrs={"dtype": Attr(parse_dtype, REQUIRED)}, kind="unary",
+    name="Cast", kernel=_cast, aliases=("cast", "amp_cast"), attrs={"dtype": Attr(parse_dtype, REQUIRED)}, kind="unary",
     grad=lambda c, g: (call("Cast", g, dtype=c.inputs[0].dtype),),
     infer=lambda shapes, dtypes, dtype: ([shapes[0]], [dtype]), scalar="{0}",
     test=OpTest(ref=lambda x, dtype: x.astype(dtype), recipe="unary",
                 recipe_attrs=({"dtype": "float64"}, {"dtype": "float32"}, {"dtype": "float16"}),
                 rtol=1e-3, atol=1e-3)))
+
+
+def _amp_multicast(xp, *arrays, num_outputs, cast_narrow):
+    """Casts every input to the widest (or, with cast_narrow, the narrowest) floating dtype among them."""
+    if len(arrays) != num_outputs:
+        raise ValueError(f"num_outputs={num_outputs} but {len(arrays)} inputs")
+    floats = [a.dtype for a in arrays if a.dtype.kind == "f"]
+    if not floats:
+        return tuple(a.copy() for a in arrays)
+    target = (min if cast_narrow else max)(floats, key=lambda d: d.itemsize)
+    return tuple(a.astype(target) if a.dtype.kind == "f" else a.copy() for a in arrays)
+
+
+register(OpDef(
+    name="amp_multicast", kernel=_amp_multicast, inputs=("data",), variadic=True, kind="unary",
+    attrs={"num_outputs": Attr(parse_int, REQUIRED), "cast_narrow": Attr(parse_bool, False)},
+    num_outputs=lambda a: a["num_outputs"],
+    grad=lambda c, *gs: tuple(call("Cast", g, dtype=x.dtype) for g, x in zip(gs, c.inputs)),
+    test=OpTest(ref=lambda *xs, num_outputs, cast_narrow: tuple(x.astype(np.float32) for x in xs), cases=(
+        (((2, 3), (3,)), {"num_outputs": 2}),)),
+    doc="Mixed precision: casts all inputs to their widest float dtype (narrowest with cast_narrow)."))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,0 +1,111 @@
+"""Eager control flow, `mx.nd.contrib.foreach / while_loop / cond`, with MXNet 1.x signatures and output
+conventions. Eagerly they are Python loops over ordinary ops, so autograd records every step and gradients
+(of closed-over arrays too) accumulate across iterations exactly as in MXNet.
+
+Deliberate difference: while_loop's padding rows (up to max_iterations) are zeros, not uninitialized memory.
+"""
+from ..base import MXNetError
+from .ndarray import NDArray
+
+
+def _flatten(obj, what):
+    if isinstance(obj, NDArray):
+        return [obj], None
+    if isinstance(obj, (list, tuple)):
+        flat, fmt = [], []
+        for item in obj:
+            items, sub = _flatten(item, what)
+            flat.extend(items)
+            fmt.append(sub if sub is not None else 1)
+        return flat, fmt
+    raise MXNetError(f"{what} must be an NDArray or a (nested) list of NDArrays, got {type(obj).__name__}")
+
+
+def _regroup(flat, fmt):
+    if fmt is None:
+        return flat[0], flat[1:]
+    out = []
+    for sub in fmt:
+        if sub == 1:
+            out.append(flat[0])
+            flat = flat[1:]
+        else:
+            item, flat = _regroup(flat, sub)
+            out.append(item)
+    return out, flat
+
+
+def foreach(body, data, init_states):
+    """Runs body(data_slice, states) -> (outputs, new_states) over axis 0 of data; per-step outputs are
+    stacked on a new axis 0. Returns (outputs, final_states) with the nesting of the body's outputs and of
+    init_states."""
+    from . import stack
+    flat_data, data_fmt = _flatten(data, "foreach data")
+    lengths = {x.shape[0] for x in flat_data}
+    if len(lengths) != 1:
+        raise MXNetError(f"foreach: every data array must have the same length on axis 0, got {sorted(lengths)}")
+    states = init_states
+    _, state_fmt = _flatten(init_states, "foreach init_states")
+    steps, out_fmt = [], None
+    for i in range(lengths.pop()):
+        slices = [x[i] for x in flat_data]       # legacy shapes: a 1-D array's slice is (1,), as in MXNet
+        step_data = _regroup(slices, data_fmt)[0] if data_fmt is not None else slices[0]
+        outputs, states = body(step_data, states)
+        flat_out, out_fmt = _flatten(outputs, "foreach body outputs")
+        flat_states, fmt = _flatten(states, "foreach body states")
+        if fmt != state_fmt:
+            raise MXNetError("foreach: the body must return states with the same structure as init_states")
+        steps.append(flat_out)
+    if not steps:
+        raise MXNetError("foreach: data has length 0 on axis 0")
+    stacked = [stack(*[s[k] for s in steps], axis=0) for k in range(len(steps[0]))]
+    return _regroup(stacked, out_fmt)[0], states
+
+
+def while_loop(cond, func, loop_vars, max_iterations=None):
+    """Runs func(*loop_vars) -> (step_output, new_loop_vars) while cond(*loop_vars); step outputs are stacked on
+    axis 0 and padded with zero rows to max_iterations (MXNet pads with uninitialized memory)."""
+    from . import concat, stack, zeros
+    if max_iterations is None:
+        raise ValueError("max_iterations should be specified")
+    single = isinstance(loop_vars, NDArray)
+    variables = [loop_vars] if single else list(loop_vars)
+    steps, steps_taken = [], 0
+    while steps_taken < max_iterations and _truth(cond(*variables)):
+        step_out, new_vars = func(*variables)
+        new_vars = [new_vars] if isinstance(new_vars, NDArray) else list(new_vars or [])
+        if len(new_vars) != len(variables):
+            raise MXNetError(f"while_loop: func returned {len(new_vars)} loop variables, expected {len(variables)}")
+        for old, new in zip(variables, new_vars):
+            if old.shape != new.shape or old.dtype != new.dtype:
+                raise MXNetError(f"while_loop: a loop variable changed from {old.shape} {old.dtype.__name__} to "
+                                 f"{new.shape} {new.dtype.__name__}; shapes and dtypes must stay the same")
+        variables = new_vars
+        if step_out is not None:
+            step_out = [step_out] if isinstance(step_out, NDArray) else list(step_out)
+            steps.append(step_out)
+        steps_taken += 1
+    outputs = []
+    if steps and steps[0]:
+        for k in range(len(steps[0])):
+            rows = [s[k] for s in steps]
+            stacked = stack(*rows, axis=0)
+            pad = max_iterations - len(rows)
+            if pad:
+                zero_rows = zeros((pad,) + rows[0].shape, ctx=rows[0].context, dtype=rows[0].dtype)
+                stacked = concat(stacked, zero_rows, dim=0)
+            outputs.append(stacked)
+    return outputs, (variables[0] if single else variables)
+
+
+def _truth(pred):
+    if isinstance(pred, NDArray):
+        if pred.size != 1:
+            raise MXNetError(f"while_loop/cond: the condition must have one element, got shape {pred.shape}")
+        return bool(pred.asscalar())
+    return bool(pred)
+
+
+def cond(pred, then_func, else_func):
+    """then_func() if pred else else_func(); only the branch taken is run (and differentiated)."""
+    return then_func() if _truth(pred) else else_func()
