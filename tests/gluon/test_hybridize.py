@@ -145,3 +145,50 @@ def test_export_round_trip_and_mxnet_layout(tmp_path):
                         n["inputs"]) for n in g["nodes"]]
     assert strip(ours) == strip(theirs)
     assert ours["heads"] == theirs["heads"] and ours["arg_nodes"] == theirs["arg_nodes"]
+
+
+class AddToDense(gluon.HybridBlock):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.dense = nn.Dense(4, in_units=3)
+
+    def hybrid_forward(self, F, x, y):
+        h = self.dense(x)
+        return F.broadcast_add(h, y)           # LINE-ADD
+
+
+def _line_of(marker):
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if marker in line and "def _line_of" not in line)
+
+
+def test_printed_graph_is_golden_and_names_user_lines():
+    block = AddToDense(prefix="blk_")
+    block.initialize()
+    block.hybridize()
+    block(nd.ones((2, 3)), nd.ones((4,)))
+    text = str(block._last_graph.symbol)
+    lines = [line.split("#")[0].rstrip() for line in text.splitlines()]
+    assert lines == [
+        "var data0",
+        "var blk_dense0_weight (dtype=0, lr_mult=1.0, shape=(4, 3), storage_type=0, wd_mult=1.0)",
+        "var blk_dense0_bias (dtype=0, init=zeros, lr_mult=1.0, shape=(4,), storage_type=0, wd_mult=1.0)",
+        "blk_dense0_fwd = FullyConnected(data0, blk_dense0_weight, blk_dense0_bias, flatten=True, no_bias=False, "
+        "num_hidden=4)",
+        "var data1",
+        "blk_broadcast_add0 = broadcast_add(blk_dense0_fwd, data1)",
+        "outputs: blk_broadcast_add0",
+    ]
+    assert f"test_hybridize.py:{_line_of('# LINE-ADD')}" in text.splitlines()[5]
+
+
+def test_shape_mismatch_inside_hybridized_block_names_node_and_user_line():
+    block = AddToDense()
+    block.initialize()
+    block.hybridize()
+    with pytest.raises(mx.MXNetError) as info:
+        block(nd.ones((2, 3)), nd.ones((5,)))
+    message = str(info.value)
+    assert "broadcast_add" in message and "(2, 4) float32, (5,) float32" in message
+    assert f"test_hybridize.py:{_line_of('# LINE-ADD')}" in message
