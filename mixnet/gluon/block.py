@@ -330,12 +330,19 @@ class HybridBlock(Block):
         self._flags = {}
         self._cached_graphs = {}
         self._last_graph = None
+        self._checks_left = 0
 
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False, static_shape=False,
-                  inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, **kwargs):
+                  inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, check=None, **kwargs):
         """Compiles the block: each new input signature is traced once into a graph (see cached_graph.py),
         later calls run the cached graph. Results are identical to eager ones. static_alloc/static_shape and
-        the bulk sizes are accepted; memory planning honours them once it lands."""
+        the bulk sizes are accepted; memory planning honours them once it lands.
+
+        check=True (or an int n; env MIXNET_HYBRIDIZE_CHECK=1): the first n calls (default 2) also run eagerly
+        and compare op by op, forward and gradients, raising HybridizeCheckError at the first divergence."""
+        if check is None:
+            check = cached_graph.CHECK_BY_DEFAULT
+        self._checks_left = (2 if check is True else int(check)) if check else 0
         self._active = active
         self._flags = dict(backend=backend, static_alloc=static_alloc, static_shape=static_shape,
                            inline_limit=inline_limit, **kwargs)

@@ -17,10 +17,12 @@ import numpy as np
 from .. import autograd
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
+from .check_mode import checked_call
 
 TRACING = contextvars.ContextVar("mixnet_hybridize_tracing", default=False)
 EAGER = contextvars.ContextVar("mixnet_hybridize_eager", default=False)   # a hybridized ancestor runs eagerly
 _LOG_COMPILES = os.environ.get("MIXNET_LOG_COMPILES", "").strip() not in ("", "0")
+CHECK_BY_DEFAULT = os.environ.get("MIXNET_HYBRIDIZE_CHECK", "").strip() not in ("", "0")
 
 
 def flatten(args):
@@ -128,6 +130,9 @@ def call_hybridized(block, args):
     key = signature(flat, structure)
     graph = block._cached_graphs.get(key)
     if graph is not None:
+        if block._checks_left > 0:
+            block._checks_left -= 1
+            return checked_call(block, graph, args, flat, _eager)
         return graph.run(block, flat)
     first_result = None
     if any(p._data is None for p in block.collect_params().values()):
@@ -138,4 +143,9 @@ def call_hybridized(block, args):
     if _LOG_COMPILES:
         print(f"mixnet: hybridize traced {type(block).__name__} {block.name!r} "
               f"(graph {len(block._cached_graphs)}) for signature {key}")
-    return first_result if first_result is not None else graph.run(block, flat)
+    if first_result is not None:
+        return first_result
+    if block._checks_left > 0:
+        block._checks_left -= 1
+        return checked_call(block, graph, args, flat, _eager)
+    return graph.run(block, flat)

@@ -621,10 +621,10 @@ register(OpDef(
     num_outputs=_n_outputs, num_visible=_n_visible, train_aware=True, random=True, nondiff_inputs=(4,),
     test=OpTest(ref=_ref_rnn, domain=(-1.0, 1.0), int_inputs={4: (1, 4)}, dtype="float32", rtol=1e-4, atol=1e-5,
                 cases=(
-                    _case("rnn_tanh", 3, 2, 2, 2),
+                    _case("rnn_tanh", 3, 1, 2, 2, bidir=True),
                     _case("rnn_relu", 2, 2, 2, 2, state_outputs=True),
-                    _case("lstm", 2, 2, 2, 2, layers=2, state_outputs=True),
-                    _case("gru", 2, 2, 2, 2, bidir=True, state_outputs=True),
+                    _case("lstm", 2, 1, 2, 2, layers=2, state_outputs=True),
+                    _case("gru", 2, 1, 2, 2, bidir=True, state_outputs=True),
                     _case("lstm", 3, 2, 1, 2, bidir=True, lens=True, state_outputs=True),
                     _case("lstm", 2, 1, 2, 2, projection_size=1, state_outputs=True),
                     _case("lstm", 2, 1, 2, 2, lstm_state_clip_min=-0.3, lstm_state_clip_max=0.35,

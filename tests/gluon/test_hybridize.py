@@ -192,3 +192,34 @@ def test_shape_mismatch_inside_hybridized_block_names_node_and_user_line():
     message = str(info.value)
     assert "broadcast_add" in message and "(2, 4) float32, (5,) float32" in message
     assert f"test_hybridize.py:{_line_of('# LINE-ADD')}" in message
+
+
+def test_check_mode_passes_with_dropout_and_batchnorm_in_training():
+    net = make_net()
+    net[5]._rate = 0.5                       # a real Dropout: the check replays the same random draws
+    net.initialize()
+    x = nd.random.uniform(shape=(2, 2, 6, 6))
+    net(x)                                   # shapes known: every hybridized call below is checked
+    net.hybridize(check=3)
+    for _ in range(3):
+        with autograd.record():
+            y = net(x)
+        y.backward()
+    assert net._checks_left == 0
+
+
+def test_check_mode_reports_the_first_diverging_node():
+    from mixnet.gluon.check_mode import HybridizeCheckError
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(8, activation="relu"), nn.Dense(3))
+    net.initialize()
+    net.hybridize(check=True)
+    x = nd.random.uniform(shape=(4, 5))
+    net(x)
+    # Simulate a compiler bug: the cached graph computes something else than the block's code.
+    node = next(n for n in net._last_graph.symbol._nodes() if n.op is not None and n.op.name == "Activation")
+    node.attrs = dict(node.attrs, act_type="tanh")
+    with pytest.raises(HybridizeCheckError, match=r"first divergence at graph node '.*dense0_relu_fwd' "
+                                                  r"\(Activation"):
+        net(x)
