@@ -865,6 +865,8 @@ def _ref_pool_lin_bwd(g, shape, **a):
 
 register(OpDef(
     name="Pooling", kernel=_k_pooling, attrs=_POOL_ATTRS, grad=_g_pooling,
+    # MXNet 1.9.1's (oneDNN) max pooling records a hidden workspace output in -symbol.json files
+    json_outputs=lambda a: 2 if a["pool_type"] == "max" and not a["global_pool"] else 1,
     test=OpTest(ref=_ref_pooling, domain=(0.2, 2.0), cases=(
         (((2, 2, 5, 5),), {"kernel": (2, 2), "stride": (2, 2)}),
         (((1, 2, 5, 5),), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg"}),

@@ -55,6 +55,9 @@ class OpDef:
     infer: Optional[Callable] = None
     num_outputs: Any = 1                     # int or callable(attrs)
     num_visible: Any = None                  # outputs the user sees (Dropout hides its mask); None = all
+    output_names: Any = None                 # MXNet's output names (tuple or callable(attrs)); None: output/outputN
+    json_outputs: Any = None                 # the output count MXNet records in -symbol.json where it differs
+                                             # from ours (max Pooling's workspace, RNN's hidden dropout masks)
     aliases: tuple = ()
     variadic: bool = False                   # every positional array is an input (concat, add_n, stack)
     kind: str = "other"                      # 'unary', 'binary', 'broadcast', 'scalar', 'reduce', 'other'

@@ -619,6 +619,7 @@ def _case(mode, t, n, i, h, layers=1, bidir=False, lens=False, **attrs):
 register(OpDef(
     name="RNN", kernel=_k_rnn, inputs=_input_names, attrs=_ATTRS, grad=_g_rnn, infer=_infer,
     num_outputs=_n_outputs, num_visible=_n_visible, train_aware=True, random=True, nondiff_inputs=(4,),
+    output_names=("output", "state_output", "statecell_output"), json_outputs=_n_visible,
     test=OpTest(ref=_ref_rnn, domain=(-1.0, 1.0), int_inputs={4: (1, 4)}, dtype="float32", rtol=1e-4, atol=1e-5,
                 cases=(
                     _case("rnn_tanh", 3, 1, 2, 2, bidir=True),

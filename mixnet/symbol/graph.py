@@ -44,6 +44,10 @@ class Node:
         if self.op is None:
             return [self.name]
         n = self.num_visible()
+        names = self.op.output_names
+        if names is not None:
+            names = names(self.attrs) if callable(names) else names
+            return [f"{self.name}_{suffix}" for suffix in names[:n]]
         if n == 1:
             return [self.name + "_output"]
         return [f"{self.name}_output{i}" for i in range(n)]
