@@ -172,10 +172,11 @@ def mark_variables(variables, gradients, grad_reqs="write"):
 
 # ---------------------------------------------------------------------------------------------------------
 # Backward
-def _topological_nodes(heads):
-    """Tape nodes reachable from the heads, each after all nodes that consume its outputs."""
-    order, seen = [], set()
-    stack = [(h._node, False) for h in heads if isinstance(h._node, TapeNode)]
+def _topological_nodes(heads, stop_nodes=()):
+    """Tape nodes reachable from the heads, each after all nodes that consume its outputs (nodes whose ids are
+    in stop_nodes are not entered)."""
+    order, seen = [], set(stop_nodes)
+    stack = [(h._node, False) for h in heads if isinstance(h._node, TapeNode) and id(h._node) not in seen]
     while stack:
         node, expanded = stack.pop()
         if expanded:
@@ -216,9 +217,46 @@ def _key(x):
     return (id(node), x._oidx) if isinstance(node, TapeNode) else id(x)
 
 
+def _sweep(order, grads, leaves):
+    """The reverse pass: runs each node's gradient rule (in the current mode), accumulating into `grads`
+    ({_key: gradient}); leaves reached are collected in `leaves`."""
+    from .ndarray.ndarray import _wrap
+    for node in order:
+        node_id = id(node)
+        out_grads = [grads.pop((node_id, i), None) for i in range(len(node.out_data))]
+        if all(g is None for g in out_grads):
+            continue
+        _check_versions(node)
+        out_grads = [_wrap(node.ctx.xp.zeros_like(d), node.ctx) if g is None else g
+                     for d, g in zip(node.out_data, out_grads)]
+        in_grads = node.op.grad(GradContext(node), *out_grads)
+        if len(in_grads) != len(node.inputs):
+            raise MXNetError(f"internal: gradient rule of {node.op.name} returned {len(in_grads)} gradients "
+                             f"for {len(node.inputs)} inputs")
+        for x, g in zip(node.inputs, in_grads):
+            if g is None or x._node is None:
+                continue
+            _accumulate(grads, _key(x), g)
+            if isinstance(x._node, Leaf):
+                leaves[id(x)] = x
+
+
+def local_gradients(heads, head_grads, stops):
+    """Gradients of `heads` w.r.t. the recorded arrays `stops`, through only the tape between them, in the
+    current mode. For gradient rules that re-run a composite forward with mixnet ops (RNN): the sweep must not
+    continue past the op's own inputs into the outer graph. Returns one gradient (or None) per stop."""
+    grads = {}
+    for h, g in zip(heads, head_grads):
+        if g is not None and isinstance(h._node, TapeNode):
+            _accumulate(grads, _key(h), g)
+    stop_nodes = {id(s._node) for s in stops if isinstance(s._node, TapeNode)}
+    _sweep(_topological_nodes([h for h in heads if isinstance(h._node, TapeNode)], stop_nodes), grads, {})
+    return [grads.get(_key(s)) for s in stops]
+
+
 def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph):
     """Returns ({key: gradient}, {key: leaf array}) for everything the heads depend on."""
-    from .ndarray.ndarray import NDArray, ones_like_array, _wrap
+    from .ndarray.ndarray import NDArray, ones_like_array
     if isinstance(heads, NDArray):
         heads = [heads]
     if head_grads is None:
@@ -242,24 +280,7 @@ def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph):
     order = _topological_nodes(heads)
     token = MODE.set(Mode(recording=create_graph, training=train_mode, tracer=None))
     try:
-        for node in order:
-            node_id = id(node)
-            out_grads = [grads.pop((node_id, i), None) for i in range(len(node.out_data))]
-            if all(g is None for g in out_grads):
-                continue
-            _check_versions(node)
-            out_grads = [_wrap(node.ctx.xp.zeros_like(d), node.ctx) if g is None else g
-                         for d, g in zip(node.out_data, out_grads)]
-            in_grads = node.op.grad(GradContext(node), *out_grads)
-            if len(in_grads) != len(node.inputs):
-                raise MXNetError(f"internal: gradient rule of {node.op.name} returned {len(in_grads)} gradients "
-                                 f"for {len(node.inputs)} inputs")
-            for x, g in zip(node.inputs, in_grads):
-                if g is None or x._node is None:
-                    continue
-                _accumulate(grads, _key(x), g)
-                if isinstance(x._node, Leaf):
-                    leaves[id(x)] = x
+        _sweep(order, grads, leaves)
     finally:
         MODE.reset(token)
     if not retain_graph:

@@ -25,8 +25,8 @@ Gradient design. The forward kernel runs the time loop on numpy/cupy arrays. The
 forward (one shared implementation, `_forward`, written against a small backend interface) as a composition of
 mixnet ops (slice_axis/Reshape of the flat parameters, FullyConnected, sigmoid, tanh, relu, where,
 SequenceMask/SequenceReverse, stack/Concat) on `_copy` proxies of the op's inputs, recorded on the tape, and then
-runs a local reverse sweep over just those recorded nodes (`_local_backward`: the op's own gradient rules, in the
-mode of the outer backward, stopping at the proxies). Because every step is a mixnet op recorded under the outer
+runs a local reverse sweep over just those recorded nodes (`autograd.local_gradients`: the ops' own gradient
+rules, in the mode of the outer backward, stopping at the proxies). Because every step is a mixnet op recorded under the outer
 create_graph mode, and the proxies link back to the real inputs, the result is differentiable again: second and
 higher-order gradients are exact, at the cost of re-running the forward in the backward pass.
 """
@@ -430,63 +430,6 @@ def _k_rnn(xp, *arrays, is_train, rng, **a):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _local_backward(heads, head_grads, stops):
-    """Reverse sweep over the tape nodes between `heads` and `stops` only (the recorded composite forward),
-    running each op's own gradient rule in the current (outer backward's) mode. Returns one gradient (or None)
-    per stop."""
-    from ..autograd import GradContext, TapeNode
-    from ..ndarray.ndarray import _wrap
-    stop_key = {id(s): ("stop", k) for k, s in enumerate(stops) if s._node is not None}
-
-    def key(x):
-        k = stop_key.get(id(x))
-        return k if k is not None else (id(x._node), x._oidx)
-
-    grads = {}
-
-    def acc(k, g):
-        old = grads.get(k)
-        grads[k] = g if old is None else old + g
-
-    roots = []
-    for h, g in zip(heads, head_grads):
-        if g is None or not isinstance(h._node, TapeNode):
-            continue
-        acc(key(h), g)
-        roots.append(h._node)
-    order, seen = [], set()
-    stack = [(node, False) for node in roots]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for x in node.inputs:
-            if id(x) in stop_key:
-                continue
-            parent = x._node
-            if isinstance(parent, TapeNode) and id(parent) not in seen:
-                stack.append((parent, False))
-    order.reverse()
-    for node in order:
-        out_grads = [grads.pop((id(node), i), None) for i in range(len(node.out_data))]
-        if all(g is None for g in out_grads):
-            continue
-        out_grads = [_wrap(node.ctx.xp.zeros_like(d), node.ctx) if g is None else g
-                     for d, g in zip(node.out_data, out_grads)]
-        in_grads = node.op.grad(GradContext(node), *out_grads)
-        for x, g in zip(node.inputs, in_grads):
-            if g is None or x._node is None:
-                continue
-            if id(x) in stop_key or isinstance(x._node, TapeNode):
-                acc(key(x), g)
-    return [grads.get(("stop", k)) for k in range(len(stops))]
-
-
 def _g_rnn(c, *out_grads):
     from .. import autograd
     a = c.attrs
@@ -507,7 +450,7 @@ def _g_rnn(c, *out_grads):
         px = proxies + [None] * (4 - len(proxies))
         cell = px[3] if a["mode"] == "lstm" else None
         outs = _forward(B, px[0], px[1], px[2], cell, a, masks)
-    grads = _local_backward(outs, out_grads[:len(outs)], proxies)
+    grads = autograd.local_gradients(outs, out_grads[:len(outs)], proxies)
     return tuple(grads) + ((None,) if use_len else ())
 
 
