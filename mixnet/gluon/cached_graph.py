@@ -25,20 +25,33 @@ _LOG_COMPILES = os.environ.get("MIXNET_LOG_COMPILES", "").strip() not in ("", "0
 CHECK_BY_DEFAULT = os.environ.get("MIXNET_HYBRIDIZE_CHECK", "").strip() not in ("", "0")
 
 
-def flatten(args):
-    """Nested lists/tuples of NDArrays (and None) -> (flat list of NDArrays, structure description)."""
-    if isinstance(args, NDArray):
-        return [args], "x"
+def _array_leaf(x):
+    return ([x], "x") if isinstance(x, NDArray) else None
+
+
+def _symbol_leaf(x):
+    from ..symbol import Symbol
+    if not isinstance(x, Symbol):
+        return None
+    n = len(x.list_outputs())
+    return ([x], "x") if n == 1 else ([x[i] for i in range(n)], ("tuple", ("x",) * n))
+
+
+def flatten(args, leaf=_array_leaf, what="hybridized blocks take NDArrays, None and lists/tuples of them"):
+    """Nested lists/tuples of leaves (and None) -> (flat list of leaves, structure description)."""
+    found = leaf(args)
+    if found is not None:
+        return found
     if args is None:
         return [], None
     if isinstance(args, (list, tuple)):
         flat, parts = [], []
         for item in args:
-            items, shape = flatten(item)
+            items, shape = flatten(item, leaf, what)
             flat.extend(items)
             parts.append(shape)
         return flat, (type(args).__name__, tuple(parts))
-    raise MXNetError(f"hybridized blocks take NDArrays, None and lists/tuples of them; got {type(args).__name__}")
+    raise MXNetError(f"{what}; got {type(args).__name__}")
 
 
 def unflatten(flat, structure):
@@ -50,21 +63,6 @@ def unflatten(flat, structure):
     kind, parts = structure
     items = [unflatten(flat, p) for p in parts]
     return tuple(items) if kind == "tuple" else items
-
-
-def _flatten_outputs(out):
-    from ..symbol import Symbol
-    if isinstance(out, Symbol):
-        outs = [out[i] for i in range(len(out.list_outputs()))] if len(out.list_outputs()) > 1 else [out]
-        return outs, "x" if len(outs) == 1 else ("tuple", ("x",) * len(outs))
-    if isinstance(out, (list, tuple)):
-        flat, parts = [], []
-        for item in out:
-            items, shape = _flatten_outputs(item)
-            flat.extend(items)
-            parts.append(shape)
-        return flat, (type(out).__name__, tuple(parts))
-    raise MXNetError(f"a hybridized forward must return Symbols/NDArrays or lists of them, got {type(out).__name__}")
 
 
 def signature(flat, structure):
@@ -86,7 +84,7 @@ class CachedGraph:
             out = block.forward(*unflatten(list(sym_inputs), structure))
         finally:
             TRACING.reset(token)
-        outs, self.out_structure = _flatten_outputs(out)
+        outs, self.out_structure = flatten(out, _symbol_leaf, "a hybridized forward returns arrays or lists")
         self.symbol = outs[0] if len(outs) == 1 else symbol.Group(outs)
         self.param_names = [n for n in self.symbol.list_inputs() if n not in self.input_names]
 

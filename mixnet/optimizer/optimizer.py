@@ -207,30 +207,26 @@ class Optimizer:
         return self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
 
     def _get_lrs(self, indices):
-        lr = self._base_lr()
-        lrs = [lr] * len(indices)
-        for i, index in enumerate(indices):
-            if index in self.param_dict:
-                lrs[i] *= self.param_dict[index].lr_mult
-            elif index in self.lr_mult:
-                lrs[i] *= self.lr_mult[index]
-            elif index in self.idx2name:
-                lrs[i] *= self.lr_mult.get(self.idx2name[index], 1.0)
-        return lrs
+        return self._scaled(self._base_lr(), indices, "lr_mult", self.lr_mult)
 
     def _get_lr(self, index):
         return self._get_lrs([index])[0]
 
     def _get_wds(self, indices):
-        wds = [self.wd] * len(indices)
+        return self._scaled(self.wd, indices, "wd_mult", self.wd_mult)
+
+    def _scaled(self, base, indices, attr, table):
+        """base times each index's multiplier: the Parameter's own (param_dict), else set_lr/wd_mult's by index
+        or by name."""
+        values = [base] * len(indices)
         for i, index in enumerate(indices):
             if index in self.param_dict:
-                wds[i] *= self.param_dict[index].wd_mult
-            elif index in self.wd_mult:
-                wds[i] *= self.wd_mult[index]
+                values[i] *= getattr(self.param_dict[index], attr)
+            elif index in table:
+                values[i] *= table[index]
             elif index in self.idx2name:
-                wds[i] *= self.wd_mult.get(self.idx2name[index], 1.0)
-        return wds
+                values[i] *= table.get(self.idx2name[index], 1.0)
+        return values
 
     def _get_wd(self, index):
         return self._get_wds([index])[0]
