@@ -17,12 +17,14 @@ import numpy as np
 from .. import autograd
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
+from ..symbol import passes
 from .check_mode import checked_call
 
 TRACING = contextvars.ContextVar("mixnet_hybridize_tracing", default=False)
 EAGER = contextvars.ContextVar("mixnet_hybridize_eager", default=False)   # a hybridized ancestor runs eagerly
 _LOG_COMPILES = os.environ.get("MIXNET_LOG_COMPILES", "").strip() not in ("", "0")
 CHECK_BY_DEFAULT = os.environ.get("MIXNET_HYBRIDIZE_CHECK", "").strip() not in ("", "0")
+GRAPH_PASSES = ("cse",)
 
 
 def _array_leaf(x):
@@ -85,7 +87,8 @@ class CachedGraph:
         finally:
             TRACING.reset(token)
         outs, self.out_structure = flatten(out, _symbol_leaf, "a hybridized forward returns arrays or lists")
-        self.symbol = outs[0] if len(outs) == 1 else symbol.Group(outs)
+        self.symbol = outs[0] if len(outs) == 1 else symbol.Group(outs)       # as traced (what export writes)
+        self.plan = passes.run(self.symbol, GRAPH_PASSES)                      # what runs
         self.param_names = [n for n in self.symbol.list_inputs() if n not in self.input_names]
 
     def run(self, block, flat):
@@ -98,7 +101,7 @@ class CachedGraph:
                 raise MXNetError(f"{type(block).__name__} {block.name!r}: the traced graph uses {name!r}, which is "
                                  "not a parameter of this block (was a parameter created inside forward?)")
             values[name] = params[name].data(ctx)
-        outs = run_graph(self.symbol, values, ctx)
+        outs = run_graph(self.plan, values, ctx)
         return unflatten(list(outs), self.out_structure)
 
 

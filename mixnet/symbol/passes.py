@@ -1,0 +1,100 @@
+"""Graph -> graph passes over Symbols, each small and testable alone; `run(symbol, names)` chains them.
+
+* `verify`: structural checks (every input is an earlier node's existing output, op arity, variable names
+  unique) — run between passes when debugging (MIXNET_VERIFY=1);
+* `cse`: common-subexpression elimination — nodes applying the same op with the same attributes to the same
+  inputs are merged (never random, stateful or creation ops);
+* dead code needs no pass: a Symbol holds only the nodes its outputs reach.
+"""
+import os
+
+import numpy as np
+
+from ..base import MXNetError
+from .graph import Node, topo_order
+
+VERIFY = os.environ.get("MIXNET_VERIFY", "").strip() not in ("", "0")
+
+
+def verify(symbol):
+    """Raises MXNetError naming the node when the graph is malformed; returns the symbol unchanged."""
+    from .symbol import Symbol
+    nodes = topo_order(symbol._outputs)
+    position = {id(n): i for i, n in enumerate(nodes)}
+    variables = {}
+    for i, node in enumerate(nodes):
+        where = f"node {node.name!r}" + (f" (created at {node.location})" if node.location else "")
+        if node.op is None:
+            if node.inputs:
+                raise MXNetError(f"verify: variable {where} has inputs")
+            other = variables.setdefault(node.name, node)
+            if other is not node:
+                raise MXNetError(f"verify: two different variables are named {node.name!r}")
+            continue
+        for src, index in node.inputs:
+            if position.get(id(src), len(nodes)) >= i:
+                raise MXNetError(f"verify: {where} reads {src.name!r}, which does not come before it")
+            if index >= src.num_outputs():
+                raise MXNetError(f"verify: {where} reads output {index} of {src.name!r}, which has "
+                                 f"{src.num_outputs()}")
+        if not node.op.variadic and len(node.inputs) != len(node.input_names()):
+            raise MXNetError(f"verify: {where} ({node.op.name}) has {len(node.inputs)} inputs, expected "
+                             f"{len(node.input_names())} ({', '.join(node.input_names())})")
+    return Symbol(symbol._outputs)
+
+
+def _attr_key(attrs):
+    """A hashable, exact key for attributes, or None when one is not exactly comparable (arrays)."""
+    items = []
+    for key in sorted(attrs):
+        value = attrs[key]
+        if isinstance(value, np.ndarray) or (isinstance(value, tuple) and any(isinstance(v, np.ndarray)
+                                                                               for v in value)):
+            return None
+        try:
+            hash(value)
+        except TypeError:
+            return None
+        items.append((key, value))
+    return tuple(items)
+
+
+def cse(symbol):
+    """Merges duplicate computations; returns a new Symbol over new nodes (the input symbol is unchanged)."""
+    from .symbol import Symbol
+    replacement, seen = {}, {}
+    for node in topo_order(symbol._outputs):
+        inputs = [(replacement[id(src)], idx) for src, idx in node.inputs]
+        key = None
+        if node.op is not None and not (node.op.random or node.op.mutates or node.op.creates
+                                        or node.op.train_aware):
+            attr_key = _attr_key(node.attrs)
+            if attr_key is not None:
+                key = (node.op.name, attr_key, tuple((id(src), idx) for src, idx in inputs))
+        if key is not None and key in seen:
+            replacement[id(node)] = seen[key]
+            continue
+        if node.op is None:
+            new = node                           # variables are shared, never copied
+        else:
+            new = Node(node.op, node.name, node.attrs, node.raw, inputs, node.location)
+            new.json_outputs, new.json_versions = node.json_outputs, node.json_versions
+        replacement[id(node)] = new
+        if key is not None:
+            seen[key] = new
+    return Symbol([(replacement[id(n)], idx) for n, idx in symbol._outputs])
+
+
+PASSES = {"verify": verify, "cse": cse}
+
+
+def run(symbol, names):
+    """Applies the named passes in order (verifying after each one when MIXNET_VERIFY=1)."""
+    for name in names:
+        try:
+            symbol = PASSES[name](symbol)
+        except KeyError:
+            raise MXNetError(f"unknown graph pass {name!r} (known: {', '.join(PASSES)})") from None
+        if VERIFY and name != "verify":
+            symbol = verify(symbol)
+    return symbol

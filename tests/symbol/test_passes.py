@@ -1,0 +1,41 @@
+"""Graph passes: CSE merges only pure duplicates and keeps results; verify rejects malformed graphs."""
+import numpy as np
+import pytest
+
+import mixnet as mx
+from mixnet.symbol import passes
+
+
+def _ops(sym):
+    return [n.op.name for n in sym._nodes() if n.op is not None]
+
+
+def test_cse_merges_duplicates_and_keeps_values():
+    x = mx.sym.var("x")
+    y = mx.sym.exp(x) * 2 + mx.sym.exp(x) * 2
+    merged = passes.cse(y)
+    assert _ops(y).count("exp") == 2 and _ops(merged).count("exp") == 1
+    assert _ops(merged).count("_mul_scalar") == 1
+    value = mx.nd.array([0.5, -1.0])
+    np.testing.assert_allclose(merged.eval(x=value)[0].asnumpy(), y.eval(x=value)[0].asnumpy())
+    assert _ops(y).count("exp") == 2                    # the input symbol is unchanged
+
+
+def test_cse_never_merges_random_or_stateful_ops():
+    x = mx.sym.var("x")
+    y = mx.sym.Dropout(x, p=0.5) + mx.sym.Dropout(x, p=0.5)
+    assert _ops(passes.cse(y)).count("Dropout") == 2
+    z = mx.sym.exp(x) + mx.sym.exp(x, name="other")      # same computation, different names: still merged
+    assert _ops(passes.cse(z)).count("exp") == 1
+
+
+def test_verify_accepts_good_graphs_and_names_bad_nodes():
+    x = mx.sym.var("x")
+    y = mx.sym.FullyConnected(x, num_hidden=3, name="fc")
+    passes.verify(y)
+    node = next(n for n in y._nodes() if n.op is not None)
+    node.inputs = node.inputs[:1]
+    with pytest.raises(mx.MXNetError, match="'fc'.*has 1 inputs, expected 3"):
+        passes.verify(y)
+    with pytest.raises(mx.MXNetError, match="unknown graph pass"):
+        passes.run(y, ["fold"])
