@@ -1,0 +1,386 @@
+"""Render a fused elementwise chain as readable Python source, and compile it with Numba.
+
+A `Group` is a small description of the chain: `steps` (each an op name, its scalar template from the registry,
+its numeric attributes, its inputs as `inp(k)` / `step(j)` references, and the user's file:line) and the step
+indices that are outputs. `render_kernel(group)` gives the source of a module with two functions, `serial`
+(`range`) and `parallel` (`prange`), with the same loop body: one line per node, each with a comment naming the op
+and the user's line. For example (y = tanh(x*0.5 + 1) * sigmoid(x) - x*x/3):
+
+    @njit(cache=True, error_model="numpy")
+    def serial(n, x0, out0):
+        for i in range(n):
+            a0 = x0[i]
+            v0 = a0 * np.float32(0.5)            # _mul_scalar        model.py:12
+            v1 = v0 + np.float32(1.0)            # _plus_scalar       model.py:12
+            v2 = tanh_f32(v1)                    # tanh               model.py:12
+            ...
+            out0[i] = v7
+
+Rules of the generated code:
+* Every constant of a float32 kernel is `np.float32(...)`, and every boolean-valued node (comparisons, logic,
+  isnan) is cast back to the kernel's dtype, so nothing is promoted to float64 (tests check the typed IR).
+* Transcendentals map to the vectorizable approximations of `approx.py` (float32; see its accuracy table).
+  `exact=True` (or MIXNET_CODEGEN_EXACT=1) maps them to libm through numpy's scalar functions instead: the
+  debugging path. Float64 kernels always use libm.
+* Loops are explicit (an array expression compiles 10x slower) over a flat index; `error_model="numpy"` so a
+  division does not check for zero (that branch would stop vectorization).
+* `compile_kernel(group)` returns a `Kernel`, called as `kernel(*inputs, out=None)`. Inputs of the same shape are
+  passed as flat views; inputs that broadcast (numpy rules) are expanded to the output shape first (a copy).
+  Below `parallel_threshold` elements (default 1e5, MIXNET_PARALLEL_THRESHOLD) the serial function runs: a
+  parallel region costs microseconds to start, and much more on a loaded machine (performance.md §4.3).
+* MIXNET_SHOW_CODE=1 prints each new kernel's source (to stderr) with the path of its file.
+"""
+import ast
+import os
+import re
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from . import approx, cache
+
+__all__ = ["Ref", "inp", "step", "Step", "Group", "render_kernel", "compile_kernel", "Kernel", "group_from_nodes",
+           "DEFAULT_PARALLEL_THRESHOLD"]
+
+DEFAULT_PARALLEL_THRESHOLD = 100_000
+
+
+# ------------------------------------------------------------------------------------------------ the group
+@dataclass(frozen=True)
+class Ref:
+    kind: str        # 'input' or 'step'
+    index: int
+
+
+def inp(k):
+    """The k-th external input of the group."""
+    return Ref("input", k)
+
+
+def step(j):
+    """The result of step j (an earlier step)."""
+    return Ref("step", j)
+
+
+@dataclass
+class Step:
+    op: str                                   # op name, for the comment
+    template: str                             # the op's scalar template: "{0} * {scalar}", "max({0}, 0)"
+    inputs: tuple                             # Refs, one per {0}, {1}, ...
+    attrs: dict = field(default_factory=dict) # numeric attribute values, one per {name}
+    location: Optional[str] = None            # the user's "file:line"
+
+
+@dataclass
+class Group:
+    steps: list
+    outputs: list                             # step indices
+    n_inputs: int
+    dtype: str = "float32"
+
+
+def group_from_nodes(nodes, outputs, dtype="float32"):
+    """A Group from graph Nodes (mixnet.symbol.graph) in topological order, each an elementwise op with a scalar
+    template. Inputs from outside `nodes` become the group's external inputs. Returns (group, external_entries):
+    the (node, output_index) entries the kernel's inputs are, in order."""
+    index = {id(n): k for k, n in enumerate(nodes)}
+    externals, positions, steps = [], {}, []
+    for node in nodes:
+        refs = []
+        for src, oi in node.inputs:
+            if id(src) in index:
+                refs.append(step(index[id(src)]))
+            else:
+                key = (id(src), oi)
+                if key not in positions:
+                    positions[key] = len(externals)
+                    externals.append((src, oi))
+                refs.append(inp(positions[key]))
+        attrs = {k: v for k, v in node.attrs.items()
+                 if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)}
+        steps.append(Step(node.op.name, node.op.scalar, tuple(refs), attrs, node.location))
+    return Group(steps, [index[id(n)] for n in outputs], len(externals), dtype), externals
+
+
+# ------------------------------------------------------------------------------------------------ rendering
+# Template function -> generated-code function. Bool-valued ones are cast back to the kernel dtype.
+_COMMON = {
+    "abs": "np.abs", "acos": "np.arccos", "acosh": "np.arccosh", "asin": "np.arcsin", "asinh": "np.arcsinh",
+    "atan": "np.arctan", "atanh": "np.arctanh", "cbrt": "np.cbrt", "ceil": "np.ceil", "cos": "np.cos",
+    "cosh": "np.cosh", "exp": "np.exp", "expm1": "np.expm1", "floor": "np.floor", "fmod_floor": "fmod_floor",
+    "hypot": "np.hypot", "isfinite": "np.isfinite", "isinf": "np.isinf", "isnan": "np.isnan", "log": "np.log",
+    "log10": "np.log10", "log1p": "np.log1p", "log2": "np.log2", "max": "maximum", "min": "minimum",
+    "pow": "power", "rint": "np.rint", "sign": "np.sign", "sin": "np.sin", "sinh": "np.sinh", "sqrt": "np.sqrt",
+    "tan": "np.tan", "tanh": "np.tanh", "trunc": "np.trunc", "erf": "math.erf", "erfinv": "erfinv",
+    "lgamma": "math.lgamma", "tgamma": "math.gamma",
+}
+_APPROX_F32 = {"exp": "exp_f32", "expm1": "expm1_f32", "log": "log_f32", "log1p": "log1p_f32",
+               "tanh": "tanh_f32", "erf": "erf_f32", "sigmoid": "sigmoid_f32"}
+_BOOL_FUNCS = {"isnan", "isinf", "isfinite"}
+_CAST_FUNCS = {"erfinv", "lgamma", "tgamma", "erf"}        # may return float64: cast back
+# Ops whose template has a better-behaved fused form (sigmoid's 1/(1+exp(-x)) overflows exp for x < -88.7).
+_OP_TEMPLATES_APPROX = {"sigmoid": "sigmoid({0})"}
+
+
+def _function_table(dtype, exact):
+    table = dict(_COMMON)
+    table["round"] = "round_half_away_f32" if dtype == "float32" else "round_half_away_f64"
+    if dtype == "float32" and not exact:
+        table.update(_APPROX_F32)
+    return table
+
+
+class _Renderer(ast.NodeTransformer):
+    def __init__(self, names, attrs, functions, const):
+        self.names, self.attrs, self.functions, self.const = names, attrs, functions, const
+        self.used = set()
+
+    def visit_Name(self, node):
+        if node.id in self.names:
+            return ast.copy_location(ast.Name(self.names[node.id], ast.Load()), node)
+        if node.id in self.attrs:
+            return ast.copy_location(self.const(self.attrs[node.id]), node)
+        raise ValueError(f"unknown name {node.id!r} in a template")
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            raise ValueError(f"unsupported constant {node.value!r} in a template")
+        return ast.copy_location(self.const(node.value), node)
+
+    def visit_Call(self, node):
+        if not isinstance(node.func, ast.Name) or node.func.id not in self.functions:
+            raise ValueError(f"unknown template function {ast.unparse(node.func)!r}")
+        target = self.functions[node.func.id]
+        self.used.add(target)
+        node.args = [self.visit(a) for a in node.args]
+        node.func = ast.parse(target, mode="eval").body
+        return node
+
+
+def _is_bool(tree):
+    if isinstance(tree, (ast.Compare, ast.BoolOp)) or (isinstance(tree, ast.UnaryOp) and isinstance(tree.op, ast.Not)):
+        return True
+    if isinstance(tree, ast.BinOp) and isinstance(tree.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+        return True
+    return isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id in _BOOL_FUNCS
+
+
+def _render_expr(template, args, attrs, dtype, functions, used):
+    """One template -> one expression string, with `args` the variable names of its inputs."""
+    np_type = "np.float32" if dtype == "float32" else "np.float64"
+
+    def const(value):
+        text = repr(float(value))
+        if text in ("inf", "-inf", "nan"):
+            text = f"np.{text.lstrip('-')}" if not text.startswith("-") else "-np.inf"
+            return ast.parse(f"{np_type}({text})", mode="eval").body
+        if dtype == "float32":
+            return ast.parse(f"np.float32({text})", mode="eval").body
+        return ast.parse(text, mode="eval").body
+
+    names = {}
+
+    def placeholder(match):
+        key = match.group(1)
+        if key.isdigit():
+            k = int(key)
+            if k >= len(args):
+                raise ValueError(f"template {template!r} needs input {k}, the step has {len(args)}")
+            names[f"__in{k}"] = args[k]
+            return f"__in{k}"
+        if key not in attrs:
+            raise ValueError(f"template {template!r} needs attribute {key!r}")
+        return f"__attr_{key}"
+
+    source = re.sub(r"\{(\w+)\}", placeholder, template)
+    tree = ast.parse(source, mode="eval").body
+    head_is_bool = _is_bool(tree)
+    head_needs_cast = isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and \
+        tree.func.id in _CAST_FUNCS and functions.get(tree.func.id, "").startswith(("math.", "erfinv"))
+    renderer = _Renderer(names, {f"__attr_{k}": v for k, v in attrs.items()}, functions, const)
+    tree = renderer.visit(tree)
+    used |= renderer.used
+    text = ast.unparse(tree)
+    if head_is_bool or head_needs_cast or (dtype == "float32" and _needs_f32_cast(renderer.used)):
+        text = f"{np_type}({text})"
+    return text
+
+
+def _needs_f32_cast(used):
+    return bool(used & {"math.erf", "math.lgamma", "math.gamma", "erfinv"})
+
+
+def render_kernel(group, exact=False):
+    """The source of the kernel module for `group` (see the module docstring)."""
+    dtype = np.dtype(group.dtype).name
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"codegen supports float32 and float64 kernels, not {dtype}")
+    functions = _function_table(dtype, exact)
+    used = set()
+    body, comments = [], []
+    loaded = set()
+    for j, s in enumerate(group.steps):
+        args = []
+        for ref in s.inputs:
+            if ref.kind == "input":
+                if not 0 <= ref.index < group.n_inputs:
+                    raise ValueError(f"step {j} ({s.op}) reads input {ref.index} of {group.n_inputs}")
+                loaded.add(ref.index)
+                args.append(f"a{ref.index}")
+            else:
+                if not 0 <= ref.index < j:
+                    raise ValueError(f"step {j} ({s.op}) reads step {ref.index}, not an earlier step")
+                args.append(f"v{ref.index}")
+        template = s.template
+        if dtype == "float32" and not exact and s.op in _OP_TEMPLATES_APPROX:
+            template = _OP_TEMPLATES_APPROX[s.op]
+        expr = _render_expr(template, args, s.attrs, dtype, functions, used)
+        body.append(f"v{j} = {expr}")
+        comments.append(f"{s.op:<14} {s.location}" if s.location else s.op)
+    body = [f"a{k} = x{k}[i]" for k in sorted(loaded)] + body
+    comments = [None] * len(loaded) + comments
+    for o, j in enumerate(group.outputs):
+        body.append(f"out{o}[i] = v{j}")
+        comments.append(None)
+    width = max(len(b) for b in body) + 2
+    lines = [(b.ljust(width) + "# " + c) if c else b for b, c in zip(body, comments)]
+
+    params = ", ".join(["n"] + [f"x{k}" for k in range(group.n_inputs)] + [f"out{o}" for o in range(len(group.outputs))])
+    helpers = sorted(u for u in used if "." not in u)
+    imports = ["import numpy as np", "from numba import njit, prange"]
+    if any(u.startswith("math.") for u in used):
+        imports = ["import math", ""] + imports
+    if helpers:
+        imports.append("from mixnet.codegen.approx import " + ", ".join(helpers))
+    mode = "libm transcendentals (exact)" if exact or dtype == "float64" else "approximate transcendentals (approx.py)"
+    header = [
+        f"# mixnet fused kernel: {len(group.steps)} ops, {group.n_inputs} inputs, {len(group.outputs)} outputs, "
+        f"{dtype}, {mode}.",
+        f"# Generated by mixnet.codegen.numba_cpu; approx.py fingerprint {approx.SOURCE_FINGERPRINT}. Do not edit:",
+        "# the file is named by the hash of its content and regenerated from the graph.",
+        "# `serial` runs small arrays, `parallel` (prange) large ones; the loop bodies are the same.",
+    ]
+    out = header + [""] + imports + ["", ""]
+    for name, deco, rng in (("serial", '@njit(cache=True, error_model="numpy")', "range"),
+                            ("parallel", '@njit(cache=True, parallel=True, error_model="numpy")', "prange")):
+        out += [deco, f"def {name}({params}):", f"    for i in {rng}(n):"]
+        out += ["        " + line for line in lines]
+        out += ["", ""]
+    return "\n".join(out[:-1])
+
+
+# ------------------------------------------------------------------------------------------------ compiling
+def _threshold_from_env():
+    value = os.environ.get("MIXNET_PARALLEL_THRESHOLD")
+    return int(float(value)) if value else DEFAULT_PARALLEL_THRESHOLD
+
+
+class Kernel:
+    """A compiled group: `kernel(*inputs, out=None)` returns one array (or a tuple, for several outputs).
+
+    Attributes: source (the generated Python), path (its file), module, serial / parallel (Numba dispatchers),
+    parallel_threshold (elements at and above which `parallel` runs), dtype.
+    """
+
+    def __init__(self, group, source, parallel_threshold):
+        self.group, self.source = group, source
+        self.dtype = np.dtype(group.dtype)
+        self.n_inputs, self.n_outputs = group.n_inputs, len(group.outputs)
+        self.parallel_threshold = parallel_threshold
+        self._lock = threading.Lock()
+        self._ready = set()
+        self.module = cache.load_source(source)
+        self.path = self.module.__file__
+
+    @property
+    def serial(self):
+        return self.module.serial
+
+    @property
+    def parallel(self):
+        return self.module.parallel
+
+    def signature(self):
+        from numba import types
+        arr = types.Array(types.float32 if self.dtype == np.float32 else types.float64, 1, "C")
+        return (types.intp,) + (arr,) * (self.n_inputs + self.n_outputs)
+
+    def ensure_compiled(self, variant="serial"):
+        """Compile (or load from the cache) `variant` for C-contiguous arrays of the kernel's dtype. A cache entry
+        Numba cannot read is deleted and the kernel compiled again."""
+        if variant in self._ready:
+            return getattr(self.module, variant)
+        with self._lock:
+            if variant not in self._ready:
+                try:
+                    getattr(self.module, variant).compile(self.signature())
+                except Exception:    # noqa: BLE001 - a broken cache entry: purge, re-import, compile once more
+                    cache.purge_numba_cache(self.path)
+                    self.module = cache.load_source(self.source, fresh=True)
+                    self._ready.clear()
+                    getattr(self.module, variant).compile(self.signature())
+                self._ready.add(variant)
+        return getattr(self.module, variant)
+
+    def _flat_inputs(self, inputs):
+        if len(inputs) != self.n_inputs:
+            raise TypeError(f"kernel takes {self.n_inputs} inputs, got {len(inputs)}")
+        arrays = [np.asarray(a) for a in inputs]
+        shape = arrays[0].shape if arrays else ()
+        if any(a.shape != shape for a in arrays):
+            shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        flat = []
+        for a in arrays:
+            if a.dtype != self.dtype:
+                a = a.astype(self.dtype)
+            if a.shape != shape:
+                a = np.broadcast_to(a, shape)
+            flat.append(np.ascontiguousarray(a).reshape(-1))
+        return shape, flat
+
+    def __call__(self, *inputs, out=None):
+        shape, flat = self._flat_inputs(inputs)
+        n = flat[0].size if flat else int(np.prod(shape))
+        if out is None:
+            outs = tuple(np.empty(shape, self.dtype) for _ in range(self.n_outputs))
+        else:
+            outs = out if isinstance(out, tuple) else (out,)
+            if len(outs) != self.n_outputs:
+                raise TypeError(f"kernel has {self.n_outputs} outputs, got {len(outs)} in out=")
+            for o in outs:
+                if o.shape != shape or o.dtype != self.dtype:
+                    raise ValueError(f"out= must be {self.dtype} of shape {shape}, got {o.dtype} {o.shape}")
+        targets = [o if o.flags.c_contiguous else np.empty(shape, self.dtype) for o in outs]
+        variant = "parallel" if n >= self.parallel_threshold else "serial"
+        fn = self.ensure_compiled(variant)
+        fn(n, *flat, *(t.reshape(-1) for t in targets))
+        for o, t in zip(outs, targets):
+            if o is not t:
+                o[...] = t
+        return outs[0] if self.n_outputs == 1 else outs
+
+
+_kernels = {}
+_kernels_lock = threading.Lock()
+
+
+def compile_kernel(group, exact=None, parallel_threshold=None):
+    """Render, cache on disk, import and compile (serial variant) the kernel for `group`; returns a Kernel.
+    Kernels are memoized per source in this process."""
+    if exact is None:
+        exact = os.environ.get("MIXNET_CODEGEN_EXACT", "") not in ("", "0")
+    threshold = _threshold_from_env() if parallel_threshold is None else int(parallel_threshold)
+    source = render_kernel(group, exact=exact)
+    key = (source, cache.cache_dir(), threshold)
+    with _kernels_lock:
+        kernel = _kernels.get(key)
+        if kernel is None:
+            kernel = Kernel(group, source, threshold)
+            if os.environ.get("MIXNET_SHOW_CODE", "") not in ("", "0"):
+                print(f"# ---- mixnet kernel {kernel.path}\n{source}", file=sys.stderr)
+            _kernels[key] = kernel
+    kernel.ensure_compiled("serial")
+    return kernel
