@@ -18,3 +18,12 @@ def _seeded():
     np.random.seed(0)
     mx.random.seed(0)
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _kernel_cache_in_tmp(tmp_path_factory):
+    """Generated kernels (fusion) go to a temporary directory, never the user's ~/.cache."""
+    from mixnet.codegen import cache
+    previous = cache.set_cache_dir(tmp_path_factory.mktemp("mixnet-kernels"))
+    yield
+    cache.set_cache_dir(previous)

@@ -18,6 +18,7 @@ from .. import autograd
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from ..symbol import passes
+from ..symbol.fuse import fuse
 from .check_mode import checked_call
 
 TRACING = contextvars.ContextVar("mixnet_hybridize_tracing", default=False)
@@ -25,6 +26,7 @@ EAGER = contextvars.ContextVar("mixnet_hybridize_eager", default=False)   # a hy
 _LOG_COMPILES = os.environ.get("MIXNET_LOG_COMPILES", "").strip() not in ("", "0")
 CHECK_BY_DEFAULT = os.environ.get("MIXNET_HYBRIDIZE_CHECK", "").strip() not in ("", "0")
 GRAPH_PASSES = ("cse",)
+FUSE = os.environ.get("MIXNET_FUSE", "1").strip() not in ("", "0")      # MIXNET_FUSE=0: the debug switch
 
 
 def _array_leaf(x):
@@ -88,8 +90,17 @@ class CachedGraph:
             TRACING.reset(token)
         outs, self.out_structure = flatten(out, _symbol_leaf, "a hybridized forward returns arrays or lists")
         self.symbol = outs[0] if len(outs) == 1 else symbol.Group(outs)       # as traced (what export writes)
-        self.plan = passes.run(self.symbol, GRAPH_PASSES)                      # what runs
+        self.plan = passes.run(self.symbol, GRAPH_PASSES)                      # what runs (recording)
         self.param_names = [n for n in self.symbol.list_inputs() if n not in self.input_names]
+        self.fused_plan, self.fused_groups = self.plan, 0                      # what runs (inference)
+        if FUSE:
+            params = block.collect_params()
+            shapes = {n: tuple(a.shape) for n, a in zip(self.input_names, flat)}
+            dtypes = {n: np.dtype(a.dtype) for n, a in zip(self.input_names, flat)}
+            for name in self.param_names:
+                if name in params and params[name].shape is not None:
+                    shapes[name], dtypes[name] = tuple(params[name].shape), np.dtype(params[name].dtype)
+            self.fused_plan, self.fused_groups = fuse(self.plan, shapes, dtypes)
 
     def run(self, block, flat):
         from ..symbol.executor import run_graph
@@ -101,7 +112,8 @@ class CachedGraph:
                 raise MXNetError(f"{type(block).__name__} {block.name!r}: the traced graph uses {name!r}, which is "
                                  "not a parameter of this block (was a parameter created inside forward?)")
             values[name] = params[name].data(ctx)
-        outs = run_graph(self.plan, values, ctx)
+        plan = self.plan if autograd.is_recording() or ctx is None or ctx.device_type == "gpu" else self.fused_plan
+        outs = run_graph(plan, values, ctx)
         return unflatten(list(outs), self.out_structure)
 
 

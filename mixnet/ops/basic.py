@@ -253,3 +253,19 @@ register(OpDef(
         (((3, 4),), {"shape": (-1,)}),
     ))))
 
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A fused elementwise group made by the fusion pass (mixnet/symbol/fuse.py): never built by users, never
+# exported, and only run when autograd is not recording (it has no gradient rule).
+def _fused_elemwise(xp, *arrays, kernel, num_outputs):
+    if xp is not np:
+        raise ValueError("fused kernels run on the CPU only (CuPy code generation is not written yet)")
+    return kernel(*arrays)
+
+
+register(OpDef(
+    name="_fused_elemwise", kernel=_fused_elemwise, inputs=("data",), variadic=True, hidden=True,
+    attrs={"kernel": Attr(parse_any, REQUIRED), "num_outputs": Attr(parse_int, 1)},
+    num_outputs=lambda a: a["num_outputs"], differentiable=False,
+    doc="Internal: a generated kernel for a group of elementwise ops (inference plans of hybridized blocks)."))

@@ -177,8 +177,12 @@ def test_second_order_gradient(op, data):
     _run_all(check_grad2, op, data)
 
 
+# Plan-only ops whose attribute is a compiled object; tested where they are made.
+PLAN_ONLY = {"_fused_elemwise": "tests/symbol/test_fuse.py"}
+
+
 def test_every_public_op_declares_tests():
-    missing = [op.name for op in registry.all_ops() if op.test is None]
+    missing = [op.name for op in registry.all_ops() if op.test is None and op.name not in PLAN_ONLY]
     assert not missing, f"ops without OpTest declarations: {missing}"
 
 

@@ -1,0 +1,117 @@
+"""The elementwise fusion pass: maximal groups of elementwise ops with scalar templates become one node that
+runs a generated Numba kernel (mixnet/codegen) — one pass over memory instead of one per op.
+
+A group is a connected set of fusible nodes (an op with a scalar template, one output, a float32/float64 result
+of one common shape; inputs may broadcast) grown greedily in topological order so that no path leaves the group
+and comes back (the contracted graph stays acyclic). The fused node is the hidden op `_fused_elemwise`; its outputs are the members
+used outside the group. Fusion is numerically within the approximations' stated ulp bounds of the unfused graph
+(codegen/approx.py); the fused node has no gradient rule, so hybridize runs the fused plan only when autograd is
+not recording (inference) — backward-graph fusion comes with graph-mode autodiff.
+"""
+import numpy as np
+
+from ..ops import registry
+from .graph import Node, topo_order
+from .infer import infer_graph
+
+_FUSIBLE_KINDS = ("unary", "binary", "broadcast", "scalar")
+
+
+def _fusible(node, eshape, edtype):
+    op = node.op
+    if op is None or op.scalar is None or op.kind not in _FUSIBLE_KINDS or op.variadic or op.random:
+        return False
+    if op.n_outputs(node.attrs) != 1 or (id(node), 0) not in eshape:
+        return False
+    return edtype.get((id(node), 0)) in (np.dtype(np.float32), np.dtype(np.float64)) and all(
+        edtype.get((id(src), i)) == edtype.get((id(node), 0)) for src, i in node.inputs)
+
+
+def _groups(nodes, fusible, eshape):
+    """Greedy grouping in topological order. A fusible node joins a producer's group (same output shape) unless
+    one of its other inputs depends on that group: joining would then close a path group -> outside -> group,
+    and the contracted graph would have a cycle. `depends[n]` is the set of groups n reads, transitively."""
+    group_of, depends, groups = {}, {}, []
+    for node in nodes:
+        reads = set()
+        for src, _ in node.inputs:
+            reads |= depends.get(id(src), set())
+            if id(src) in group_of:
+                reads.add(group_of[id(src)])
+        depends[id(node)] = reads
+        if not fusible[id(node)]:
+            continue
+        chosen = None
+        for src, _ in node.inputs:
+            g = group_of.get(id(src))
+            if g is None or eshape[(id(src), 0)] != eshape[(id(node), 0)]:
+                continue
+            others = [o for o, _ in node.inputs if group_of.get(id(o)) != g]
+            if all(g not in depends.get(id(o), set()) for o in others):
+                chosen = g
+                break
+        if chosen is None:
+            chosen = len(groups)
+            groups.append([])
+        groups[chosen].append(node)
+        group_of[id(node)] = chosen
+    return [members for members in groups if len(members) > 1]
+
+
+def fuse(symbol, shapes, dtypes):
+    """Returns (fused symbol, number of fused groups). shapes/dtypes: {input name: shape/dtype}."""
+    from ..codegen.numba_cpu import compile_kernel, group_from_nodes
+    from .symbol import Symbol
+    nodes = topo_order(symbol._outputs)
+    eshape, edtype = infer_graph(nodes, shapes, dtypes, False)
+    fusible = {id(n): _fusible(n, eshape, edtype) for n in nodes}
+    consumers = {}
+    for node in nodes:
+        for src, _ in node.inputs:
+            consumers.setdefault(id(src), []).append(node)
+    heads = {id(n) for n, _ in symbol._outputs}
+    group_of, groups = {}, []
+    for members in _groups(nodes, fusible, eshape):
+        inside = {id(m) for m in members}
+        outputs = [m for m in members if id(m) in heads
+                   or any(id(c) not in inside for c in consumers.get(id(m), ()))]
+        group, externals = group_from_nodes(members, outputs, dtype=edtype[(id(members[0]), 0)].name)
+        kernel = compile_kernel(group)
+        entry = {"members": members, "outputs": outputs, "externals": externals, "kernel": kernel, "node": None}
+        groups.append(entry)
+        for m in members:
+            group_of[id(m)] = entry
+    if not groups:
+        return symbol, 0
+    fused_op = registry.get("_fused_elemwise")
+    built = {}
+
+    def build(node):
+        """The new (node, index) entry computing `node`'s output 0 (memoized; fused groups built once)."""
+        if id(node) in built:
+            return built[id(node)]
+        entry = group_of.get(id(node))
+        if entry is not None:
+            if entry["node"] is None:
+                inputs = [_entry(src, i) for src, i in entry["externals"]]
+                names = "+".join(m.op.name for m in entry["members"])
+                fused = Node(fused_op, f"{entry['outputs'][-1].name}_fused",
+                             {"kernel": entry["kernel"], "num_outputs": len(entry["outputs"])}, {}, inputs,
+                             entry["members"][-1].location)
+                fused.raw = {"ops": names}
+                entry["node"] = fused
+                for k, out in enumerate(entry["outputs"]):
+                    built[id(out)] = (fused, k)
+            return built[id(node)]
+        if node.op is None:
+            built[id(node)] = (node, None)
+            return built[id(node)]
+        new = Node(node.op, node.name, node.attrs, node.raw, [_entry(s, i) for s, i in node.inputs], node.location)
+        built[id(node)] = (new, None)
+        return built[id(node)]
+
+    def _entry(src, index):
+        new, fixed = build(src)
+        return (new, fixed if fixed is not None else index)
+
+    return Symbol([_entry(n, i) for n, i in symbol._outputs]), len(groups)

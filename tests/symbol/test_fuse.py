@@ -1,0 +1,93 @@
+"""The fusion pass: which ops fuse, fused vs unfused results (within the approximations' bounds), the number of
+kernels, and the rules that keep it safe (convexity, shapes, dtypes, recording)."""
+import numpy as np
+import pytest
+
+import mixnet as mx
+from mixnet import autograd, gluon, nd
+from mixnet.gluon import cached_graph
+from mixnet.symbol.fuse import fuse
+
+
+def _ops(sym):
+    return [n.op.name for n in sym._nodes() if n.op is not None]
+
+
+class Chain(gluon.HybridBlock):
+    """The W1 chain plus a branch used outside the group and a non-fusible op in between."""
+
+    def hybrid_forward(self, F, x, b):
+        h = F.tanh(x * 0.5 + 1) * F.sigmoid(x) - x * x / 3      # one group (b broadcasts in below)
+        s = F.sum(h, axis=1, keepdims=True)                      # not fusible: splits the graph
+        return F.broadcast_add(F.relu(h + b), s * 2), h
+
+
+def test_fused_plan_matches_unfused_and_counts_kernels():
+    block = Chain()
+    block.hybridize()
+    x = nd.array(np.random.default_rng(0).uniform(-4, 4, (6, 5)).astype(np.float32))
+    b = nd.array(np.linspace(-1, 1, 5).astype(np.float32))
+    out, h = block(x, b)
+    graph = block._last_graph
+    assert graph.fused_groups == 2
+    assert _ops(graph.fused_plan).count("_fused_elemwise") == 2 and "sum" in _ops(graph.fused_plan)
+    with autograd.record():                     # recording runs the unfused plan (it has gradients)
+        ref_out, ref_h = block(x, b)
+    np.testing.assert_allclose(out.asnumpy(), ref_out.asnumpy(), rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(h.asnumpy(), ref_h.asnumpy(), rtol=2e-6, atol=2e-6)
+
+
+def test_gradients_still_work_through_a_hybridized_fusible_block():
+    block = Chain()
+    block.hybridize()
+    x = nd.array([[0.5, -1.0, 2.0]])
+    b = nd.zeros((3,))
+    x.attach_grad()
+    with autograd.record():
+        out, _ = block(x, b)
+    out.backward()
+    eager = Chain()
+    x2 = nd.array([[0.5, -1.0, 2.0]])
+    x2.attach_grad()
+    with autograd.record():
+        out2, _ = eager(x2, b)
+    out2.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), x2.grad.asnumpy(), rtol=1e-6)
+
+
+def test_groups_never_close_a_cycle_through_outside_ops():
+    x = mx.sym.var("x")
+    a = mx.sym.exp(x)
+    outside = mx.sym.sum(a, axis=1, keepdims=True)                 # a -> sum -> back into the add
+    y = mx.sym.broadcast_add(mx.sym.tanh(a), outside)
+    fused, groups = fuse(y, {"x": (2, 3)}, {"x": np.float32})
+    fused_ops = [n.raw["ops"] for n in fused._nodes() if n.op is not None and n.op.name == "_fused_elemwise"]
+    assert fused_ops == ["exp+tanh"]                               # the add must wait for sum: not in the group
+    got = fused.eval(x=nd.ones((2, 3)))[0].asnumpy()
+    np.testing.assert_allclose(got, y.eval(x=nd.ones((2, 3)))[0].asnumpy(), rtol=2e-6)
+
+
+def test_integer_graphs_and_single_ops_are_left_alone():
+    x = mx.sym.var("x")
+    _, groups = fuse(x * 2 + 1, {"x": (4,)}, {"x": np.int32})
+    assert groups == 0
+    _, groups = fuse(mx.sym.exp(x), {"x": (4,)}, {"x": np.float32})
+    assert groups == 0
+
+
+def test_fusion_switch_off(monkeypatch):
+    monkeypatch.setattr(cached_graph, "FUSE", False)
+    block = Chain()
+    block.hybridize()
+    block(nd.ones((2, 5)), nd.ones((5,)))
+    assert block._last_graph.fused_groups == 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_kernel_source_is_readable(dtype):
+    x = mx.sym.var("x")
+    fused, groups = fuse(mx.sym.tanh(x * 0.5 + 1), {"x": (8,)}, {"x": dtype})
+    node = next(n for n in fused._nodes() if n.op is not None)
+    source = node.attrs["kernel"].source
+    assert groups == 1 and "# _mul_scalar" in source and "# tanh" in source
+    assert fused.eval(x=nd.ones((8,), dtype=dtype))[0].dtype is np.dtype(dtype).type
