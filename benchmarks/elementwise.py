@@ -76,6 +76,13 @@ def main():
     def mixnet_eager(xm):
         return mx.nd.tanh(xm * 0.5 + 1) * mx.nd.sigmoid(xm) - xm * xm / 3
 
+    class Chain(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return F.tanh(x * 0.5 + 1) * F.sigmoid(x) - x * x / 3
+
+    hybridized = Chain()
+    hybridized.hybridize()
+
     for size in (int(float(s)) for s in args.sizes.split(",")):
         x = np.random.default_rng(0).standard_normal(size).astype(np.float32)
         xm = mx.nd.array(x)
@@ -85,6 +92,7 @@ def main():
         cases = {
             "numpy eager": lambda: numpy_eager(x),
             "mixnet eager": lambda: mixnet_eager(xm).wait_to_read(),
+            "mixnet hybridized (fused)": lambda: hybridized(xm).wait_to_read(),
             "codegen serial (out=)": lambda: serial(n, x, out),
             "codegen parallel (out=)": lambda: parallel(n, x, out),
             "codegen kernel() parallel, allocating": lambda: kernel(x),
@@ -114,7 +122,7 @@ def main():
             row = {"benchmark": "elementwise W1", "size": size, "what": name, "ms_median": round(med, 3),
                    "ms_min": round(min(s), 3), "speedup_vs_numpy": round(base / med, 2),
                    "threads": numba.get_num_threads(), "load_avg": round(load, 2)}
-            if name.startswith("codegen"):
+            if name.startswith("codegen") or name.startswith("mixnet hybridized"):
                 variant = "serial" if "serial" in name else "parallel"
                 row["ratio_vs_hand_written_" + variant] = round(med / hand[variant], 2)
             print(json.dumps(row), flush=True)

@@ -28,34 +28,49 @@ def _fusible(node, eshape, edtype):
 
 
 def _groups(nodes, fusible, eshape):
-    """Greedy grouping in topological order. A fusible node joins a producer's group (same output shape) unless
-    one of its other inputs depends on that group: joining would then close a path group -> outside -> group,
-    and the contracted graph would have a cycle. `depends[n]` is the set of groups n reads, transitively."""
-    group_of, depends, groups = {}, {}, []
+    """Greedy grouping in topological order. A fusible node joins its producers' groups (same output shape),
+    merging them, unless one of its other inputs depends on such a group: joining would then close a path
+    group -> outside -> group, and the contracted graph would have a cycle. `reads[n]` is the set of groups n
+    depends on, transitively; group ids go through a union-find because groups merge."""
+    parent = []
+
+    def find(g):
+        while parent[g] != g:
+            parent[g] = parent[parent[g]]
+            g = parent[g]
+        return g
+
+    group_of, reads = {}, {}
     for node in nodes:
-        reads = set()
+        depends = set()
         for src, _ in node.inputs:
-            reads |= depends.get(id(src), set())
+            depends |= reads.get(id(src), set())
             if id(src) in group_of:
-                reads.add(group_of[id(src)])
-        depends[id(node)] = reads
+                depends.add(group_of[id(src)])
+        reads[id(node)] = depends
         if not fusible[id(node)]:
             continue
-        chosen = None
+        joined = None
         for src, _ in node.inputs:
-            g = group_of.get(id(src))
-            if g is None or eshape[(id(src), 0)] != eshape[(id(node), 0)]:
+            if id(src) not in group_of or eshape[(id(src), 0)] != eshape[(id(node), 0)]:
                 continue
-            others = [o for o, _ in node.inputs if group_of.get(id(o)) != g]
-            if all(g not in depends.get(id(o), set()) for o in others):
-                chosen = g
-                break
-        if chosen is None:
-            chosen = len(groups)
-            groups.append([])
-        groups[chosen].append(node)
-        group_of[id(node)] = chosen
-    return [members for members in groups if len(members) > 1]
+            g = find(group_of[id(src)])
+            outside = [o for o, _ in node.inputs if id(o) not in group_of or find(group_of[id(o)]) != g]
+            if any(g in {find(d) for d in reads.get(id(o), ())} for o in outside):
+                continue                                    # a path g -> outside -> node exists
+            if joined is None:
+                joined = g
+            elif g != joined:
+                parent[g] = joined                          # both feed this node directly: one group
+        if joined is None:
+            joined = len(parent)
+            parent.append(joined)
+        group_of[id(node)] = joined
+    groups = {}
+    for node in nodes:
+        if id(node) in group_of:
+            groups.setdefault(find(group_of[id(node)]), []).append(node)
+    return [members for members in groups.values() if len(members) > 1]
 
 
 def fuse(symbol, shapes, dtypes):
