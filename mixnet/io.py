@@ -93,16 +93,16 @@ class DataIter:
         return False
 
     def getdata(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement getdata()")
 
     def getlabel(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement getlabel()")
 
     def getindex(self):
         return None
 
     def getpad(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement getpad()")
 
 
 def _init_data(data, allow_empty, default_name):

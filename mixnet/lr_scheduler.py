@@ -50,7 +50,7 @@ class LRScheduler:
         raise ValueError("Invalid warmup mode %s" % self.warmup_mode)
 
     def __call__(self, num_update):
-        raise NotImplementedError("must override this")
+        raise NotImplementedError(f"{type(self).__name__} must implement __call__()")
 
 
 def _check_factor(factor):
@@ -133,7 +133,7 @@ class _DecayScheduler(LRScheduler):
         self.max_steps = self.max_update - self.warmup_steps
 
     def _decay(self, progress):
-        raise NotImplementedError()
+        raise NotImplementedError(f"{type(self).__name__} must implement _decay()")
 
     def __call__(self, num_update):
         if num_update < self.warmup_steps:

@@ -115,7 +115,7 @@ class EvalMetric:
         self.update(label, pred)
 
     def update(self, labels, preds):
-        raise NotImplementedError()
+        raise NotImplementedError(f"{type(self).__name__} must implement update()")
 
     def reset(self):
         self.num_inst = 0
@@ -406,7 +406,7 @@ class _BinaryMetric(EvalMetric):
         super().__init__(name, output_names=output_names, label_names=label_names, has_global_stats=True)
 
     def _score(self, use_global):
-        raise NotImplementedError()
+        raise NotImplementedError(f"{type(self).__name__} must implement _score()")
 
     def update(self, labels, preds):
         labels, preds = check_label_shapes(labels, preds, True)
@@ -580,7 +580,7 @@ class _RegressionMetric(EvalMetric):
 
     @staticmethod
     def _batch(diff):
-        raise NotImplementedError()
+        raise NotImplementedError("a subclass must implement _batch()")
 
     def update(self, labels, preds):
         labels, preds = check_label_shapes(labels, preds, True)

@@ -73,7 +73,7 @@ class Loss(HybridBlock):
         return self.hybrid_forward(F, *args, **kwargs)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement hybrid_forward()")
 
 
 class L2Loss(Loss):

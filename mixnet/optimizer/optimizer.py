@@ -263,7 +263,7 @@ class Optimizer:
 
     def _step(self, index, w, g, state, lr, wd):
         """The update rule on backend buffers `w` (in place) and `g`; `state` holds NDArrays."""
-        raise NotImplementedError()
+        raise NotImplementedError(f"{type(self).__name__} must implement _step()")
 
     def update_multi_precision(self, index, weight, grad, state):
         if self._mp(weight):

@@ -10,10 +10,10 @@ class Dataset:
     """Abstract dataset: subclasses implement ``__getitem__(idx)`` and ``__len__()``."""
 
     def __getitem__(self, idx):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement __getitem__()")
 
     def __len__(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement __len__()")
 
     def filter(self, fn):
         """A dataset of the samples for which fn(sample) is true (evaluated once, now)."""

@@ -15,10 +15,10 @@ class Sampler:
     """Base class: ``__iter__`` yields indices, ``__len__`` says how many."""
 
     def __iter__(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement __iter__()")
 
     def __len__(self):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement __len__()")
 
 
 class SequentialSampler(Sampler):
