@@ -10,7 +10,7 @@ Every function is float32 in, float32 out, with every constant an `np.float32` (
 whole expression to float64). IEEE special cases are exact: nan -> nan, exp(-inf) = 0, exp(inf) = inf,
 tanh(+-inf) = +-1, log(0) = -inf, log(x < 0) = nan, log(inf) = inf; denormal inputs and results are handled.
 
-Measured max error (tests/codegen/test_approx.py; reference: numpy/scipy in float64; error in ulp of the float32
+Measured max error (tests/codegen/test_approx.py; reference: numpy / math.erf in float64; error in ulp of the float32
 result; every 97th float32 bit pattern, denormals included, plus special values; bounds asserted in ULP_BOUNDS):
 
     exp_f32      0.95 ulp   Cody-Waite range reduction, degree-7 polynomial (Cephes expf), 2^n by bit shift
