@@ -1,6 +1,9 @@
 """Gluon `Block` and `HybridBlock` with MXNet 1.x naming (prefixes, name_scope, `dense0_` counters), structural
 save/load, hooks and summaries. `hybridize()` is accepted and recorded; until the compiler lands (the hybridize
 issue) hybridized blocks run eagerly, which gives exactly the eager results."""
+import json
+import os
+import tempfile
 import threading
 from collections import OrderedDict, defaultdict
 
@@ -222,6 +225,49 @@ class Block:
     save_params = save_parameters
     load_params = load_parameters
 
+    def save(self, prefix):
+        """MXNet 1.9's `Block.save`: `prefix-model.json` (the block tree; hybridized blocks carry their traced
+        graph and argument formats) and `prefix-model.params` (structural names)."""
+        counter = iter(range(1 << 30))
+
+        def describe(block):
+            graph = getattr(block, "_last_graph", None) if getattr(block, "_active", False) else None
+            entry = {"orig_name": block.name, "hybridized": graph is not None}    # children traced inline: False
+            if graph is not None:
+                from .. import symbol
+                entry["in_format"] = cached_graph.mxnet_format(graph.in_structure)
+                entry["out_format"] = cached_graph.mxnet_format(graph.out_structure)
+                entry["inputs"] = [symbol.var(name).tojson() for name in graph.input_names]
+                entry["symbol"] = graph.symbol.tojson()
+            entry["children"] = {child.name: key for key, child in block._children.items()}
+            for child in block._children.values():
+                key = f"{type(child).__name__.lower()}{next(counter)}"     # numbered before its own children
+                entry[key] = describe(child)
+            return entry
+
+        top = f"{type(self).__name__.lower()}{next(counter)}"
+        doc = {top: describe(self)}
+        _write_text_atomically(f"{prefix}-model.json", json.dumps(doc, indent=2))
+        self.save_parameters(f"{prefix}-model.params")
+
+    def load(self, prefix):
+        """Loads what `save(prefix)` wrote (by mixnet or MXNet 1.9): checks the block tree matches this block,
+        then loads the parameters. Saved graphs are not reused: hybridized blocks re-trace on their first call,
+        which gives the same graph for the same code."""
+        try:
+            with open(f"{prefix}-model.json") as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as err:
+            raise MXNetError(f"Block.load: cannot read {prefix}-model.json: {err}") from None
+        if not isinstance(doc, dict) or len(doc) != 1:
+            raise MXNetError(f"Block.load: {prefix}-model.json must hold one top-level block")
+        entry = next(iter(doc.values()))
+        if not isinstance(entry, dict) or entry.get("orig_name") != self.name:
+            raise MXNetError(f"Block.load: {prefix}-model.json was saved from block "
+                             f"{entry.get('orig_name') if isinstance(entry, dict) else entry!r}, not {self.name!r}")
+        _check_children(self, entry, f"{prefix}-model.json")
+        self.load_parameters(f"{prefix}-model.params")
+
     # ------------------------------------------------------------------ running
     def register_forward_pre_hook(self, hook):
         """hook(block, inputs) runs before forward; returns a handle whose detach() removes it."""
@@ -287,6 +333,30 @@ class Block:
         else:
             self.apply(lambda b: rows.append((b, None)))
         print(_summary_table(rows, self))
+
+
+def _check_children(block, entry, source):
+    saved = entry.get("children", {})
+    mine = {child.name: key for key, child in block._children.items()}
+    if saved != mine:
+        raise MXNetError(f"Block.load: {source} describes children {saved} under {block.name!r}, but the block has "
+                         f"{mine}; build the same architecture (with the same prefixes) before loading")
+    described = [v for k, v in entry.items() if isinstance(v, dict) and k != "children"]
+    for child, child_entry in zip(block._children.values(), described):
+        _check_children(child, child_entry, source)
+
+
+def _write_text_atomically(path, text):
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def _abbrev(names, limit=10):

@@ -69,6 +69,15 @@ def unflatten(flat, structure):
     return tuple(items) if kind == "tuple" else items
 
 
+def mxnet_format(structure):
+    """Our structure description in MXNet's Block.save spelling: 0 an array, -1 None, a list for a list."""
+    if structure == "x":
+        return 0
+    if structure is None:
+        return -1
+    return [mxnet_format(part) for part in structure[1]]
+
+
 def signature(flat, structure):
     ctx = flat[0].context if flat else None
     return (structure, tuple((tuple(a.shape), np.dtype(a.dtype).name) for a in flat), ctx,
@@ -81,6 +90,7 @@ class CachedGraph:
     def __init__(self, block, args):
         from .. import symbol
         flat, structure = flatten(args)
+        self.in_structure = structure
         self.input_names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
         sym_inputs = [symbol.var(n) for n in self.input_names]
         token = TRACING.set(True)
