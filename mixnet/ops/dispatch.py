@@ -1,7 +1,8 @@
 """The one door: every operator call, from nd.*, NDArray methods or gradient rules, goes through `apply`.
 
-Whether it only runs the kernel, also records onto the autograd tape, or (later) emits a graph node while
-tracing is decided here from the per-thread mode, never inside ops.
+Whether it only runs the kernel, also records onto the autograd tape, or hands the call to the object in the
+mode's tracer slot (hybridize's check mode uses it to observe every op) is decided here from the per-thread
+mode, never inside ops.
 """
 import numpy as np
 
@@ -32,7 +33,7 @@ def op_error(op, arrays, attrs, err):
     return OpError(msg)
 
 
-def run_kernel(op, xp, datas, attrs, mode):
+def run_kernel(op, xp, datas, attrs, mode, ctx):
     """Calls the kernel; any input error becomes an OpError naming the op, shapes, dtypes and user line."""
     kwargs = attrs
     try:
@@ -40,8 +41,8 @@ def run_kernel(op, xp, datas, attrs, mode):
             kwargs = dict(attrs)
             if op.train_aware:
                 kwargs["is_train"] = mode.training
-            if op.random:
-                kwargs["rng"] = RANDOM_STATE(attrs.get("ctx") or current_context())
+            if op.random:      # the generator of the device the op runs on
+                kwargs["rng"] = RANDOM_STATE(ctx)
         return op.kernel(xp, *datas, **kwargs)
     except OpError:
         raise
@@ -83,9 +84,9 @@ def apply(op, inputs, attrs):
         try:
             result = op.kernel(xp, *datas, **attrs)
         except Exception:
-            result = run_kernel(op, xp, datas, attrs, mode)   # re-run to classify and explain the error
+            result = run_kernel(op, xp, datas, attrs, mode, ctx)   # re-run to classify and explain the error
     else:
-        result = run_kernel(op, xp, datas, attrs, mode)
+        result = run_kernel(op, xp, datas, attrs, mode, ctx)
         for i in op.mutates:
             inputs[i]._bump_version()
     if type(result) is not tuple:
