@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 
-from . import dispatch
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_dtype, parse_float, parse_int, parse_shape
 from .common import call, infer_same, sum_to
 from .registry import OpDef, OpTest, register
@@ -79,7 +78,7 @@ def _leaky_nout(a):
     return 2 if a["act_type"] == "rrelu" else 1
 
 
-def _k_leaky(xp, data, gamma=None, *, act_type, slope, lower_bound, upper_bound, is_train):
+def _k_leaky(xp, data, gamma=None, *, act_type, slope, lower_bound, upper_bound, is_train, rng):
     x = data
     if act_type == "leaky":
         return _keep(x, xp.where(x > 0, x, x * slope))
@@ -94,8 +93,6 @@ def _k_leaky(xp, data, gamma=None, *, act_type, slope, lower_bound, upper_bound,
         return _keep(x, 0.5 * x * (1 + _erf(x / math.sqrt(2.0))))
     # rrelu: random slope in [lower, upper) while training, their mean otherwise; the slopes are the mask output
     if is_train:
-        from ..context import current_context
-        rng = dispatch.RANDOM_STATE(current_context())
         mask = rng.uniform(lower_bound, upper_bound, size=x.shape).astype(x.dtype)
         if xp is not np:
             mask = xp.asarray(mask)
@@ -150,7 +147,7 @@ def _ref_leaky_np(x, gamma=None, act_type="leaky", slope=0.25, lower_bound=0.125
 
 
 register(OpDef(
-    name="LeakyReLU", kernel=_k_leaky, inputs=_leaky_inputs, grad=_g_leaky, train_aware=True,
+    name="LeakyReLU", kernel=_k_leaky, inputs=_leaky_inputs, grad=_g_leaky, train_aware=True, random=True,
     num_outputs=_leaky_nout,
     attrs={"act_type": Attr(choice("elu", "gelu", "leaky", "prelu", "rrelu", "selu"), "leaky"),
            "slope": Attr(parse_float, 0.25), "lower_bound": Attr(parse_float, 0.125),
