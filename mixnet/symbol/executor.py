@@ -33,11 +33,19 @@ def _creation_shapes(symbol, values):
 
 def run_graph(symbol, values, ctx=None):
     """Evaluates `symbol` with variable values {name: NDArray}; returns the list of output NDArrays. Each op
-    goes through dispatch.apply, so it is recorded when autograd is recording."""
+    goes through dispatch.apply, so it is recorded when autograd is recording. A value is dropped as soon as
+    its last consumer has run, so inference holds only live activations (autograd's tape keeps what backward
+    needs on its own)."""
     nodes = symbol._nodes()
     ctx = ctx or current_context()
     fixed = _creation_shapes(symbol, values)
     results = {}
+    uses = {}
+    for node in nodes:
+        for src, _ in node.inputs:
+            uses[id(src)] = uses.get(id(src), 0) + 1
+    for node, _ in symbol._outputs:
+        uses[id(node)] = uses.get(id(node), 0) + 1          # outputs stay alive
     for node in nodes:
         if node.op is None:
             try:
@@ -60,6 +68,10 @@ def run_graph(symbol, values, ctx=None):
             where = f" (created at {node.location})" if node.location else ""
             raise MXNetError(f"in node {node.name!r}{where}: {err}") from None
         results[id(node)] = out if isinstance(out, tuple) else (out,)
+        for src, _ in node.inputs:
+            uses[id(src)] -= 1
+            if not uses[id(src)]:
+                del results[id(src)]
     return [results[id(node)][idx] for node, idx in symbol._outputs]
 
 

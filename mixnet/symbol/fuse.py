@@ -75,18 +75,21 @@ def _groups(nodes, fusible, eshape):
 
 def fuse(symbol, shapes, dtypes):
     """Returns (fused symbol, number of fused groups). shapes/dtypes: {input name: shape/dtype}."""
-    from ..codegen.numba_cpu import compile_kernel, group_from_nodes
     from .symbol import Symbol
     nodes = topo_order(symbol._outputs)
     eshape, edtype = infer_graph(nodes, shapes, dtypes, False)
     fusible = {id(n): _fusible(n, eshape, edtype) for n in nodes}
+    candidates = _groups(nodes, fusible, eshape)
+    if not candidates:
+        return symbol, 0
+    from ..codegen.numba_cpu import compile_kernel, group_from_nodes    # numba loads only when there is work
     consumers = {}
     for node in nodes:
         for src, _ in node.inputs:
             consumers.setdefault(id(src), []).append(node)
     heads = {id(n) for n, _ in symbol._outputs}
     group_of, groups = {}, []
-    for members in _groups(nodes, fusible, eshape):
+    for members in candidates:
         inside = {id(m) for m in members}
         outputs = [m for m in members if id(m) in heads
                    or any(id(c) not in inside for c in consumers.get(id(m), ()))]
@@ -96,8 +99,6 @@ def fuse(symbol, shapes, dtypes):
         groups.append(entry)
         for m in members:
             group_of[id(m)] = entry
-    if not groups:
-        return symbol, 0
     fused_op = registry.get("_fused_elemwise")
     built = {}
 
