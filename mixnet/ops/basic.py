@@ -1,5 +1,7 @@
 """The few shape ops NDArray itself and the gradient rules stand on: Cast, indexing, Reshape, broadcasting and
 its inverse (`_sum_to`). Other layout ops live in shape.py."""
+import math
+
 import numpy as np
 
 from .attrs import Attr, REQUIRED, parse_any, parse_bool, parse_dtype, parse_int, parse_shape, parse_axis
@@ -174,6 +176,10 @@ register(OpDef(
 def reshape_shape(in_shape, spec, reverse=False):
     """Resolves MXNet's reshape codes 0, -1, -2, -3, -4 against `in_shape`."""
     in_shape, spec = tuple(in_shape), tuple(spec)
+    if all(d > 0 for d in spec):               # the common case: a plain shape (gradient rules pass these)
+        if math.prod(spec) != math.prod(in_shape):
+            raise ValueError(f"cannot reshape array of shape {in_shape} (size {math.prod(in_shape)}) into {spec}")
+        return spec
     if reverse:
         out = reshape_shape(in_shape[::-1], _reverse_spec(spec))
         return out[::-1]
@@ -209,13 +215,13 @@ def reshape_shape(in_shape, spec, reverse=False):
         else:
             raise ValueError(f"reshape {spec}: invalid code {code}")
         j += 1
-    total = int(np.prod(in_shape))
+    total = math.prod(in_shape)
     if infer_at is not None:
-        known = int(np.prod(out))
+        known = math.prod(out)
         if known == 0 or total % known:
             raise ValueError(f"cannot reshape {in_shape} into {spec}: size {total} does not divide")
         out[infer_at] = total // known
-    if int(np.prod(out)) != total:
+    if math.prod(out) != total:
         raise ValueError(f"cannot reshape array of shape {in_shape} (size {total}) into {tuple(out)}")
     return tuple(out)
 

@@ -5,10 +5,23 @@ from ..base import MXNetError
 from . import dispatch, registry
 
 
+_PARSED = {}
+
+
 def call(name, *inputs, **attrs):
-    """Applies a registry op from inside a gradient rule (so the rule is recorded under create_graph)."""
+    """Applies a registry op from inside a gradient rule (so the rule is recorded under create_graph).
+    Parsed attributes are memoized: gradient rules repeat the same few calls every step."""
     op = registry.get(name)
-    return dispatch.apply(op, inputs, op.parse(attrs) if attrs or op.attrs else {})
+    try:
+        key = (name, tuple(attrs.items()))
+        parsed = _PARSED.get(key)
+    except TypeError:                      # an unhashable attribute value: parse every time
+        key = parsed = None
+    if parsed is None:
+        parsed = op.parse(attrs) if attrs or op.attrs else {}
+        if key is not None and len(_PARSED) < 4096:
+            _PARSED[key] = parsed
+    return dispatch.apply(op, inputs, parsed)
 
 
 def sum_to(g, shape):
