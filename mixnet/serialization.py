@@ -19,7 +19,6 @@ Nothing here unpickles or evaluates anything.
 import os
 import secrets
 import struct
-import sys
 
 import numpy as np
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from .attrs import Attr, REQUIRED, parse_any, parse_bool, parse_dtype, parse_int, parse_shape, parse_axis
-from .common import call, infer_same
+from .common import call
 from .registry import OpDef, OpTest, register
 
 

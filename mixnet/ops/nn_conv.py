@@ -199,10 +199,9 @@ def _g_conv_wgrad(c, h):
 
 
 def _ref_conv(x, w, kernel, stride=(), dilate=(), pad=(), num_group=1, out_size=()):
-    out = out_size
     """Direct loop convolution (float64) for tests."""
+    out = out_size
     kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
-    nd = len(kernel)
     x = x.astype(np.float64)
     n, c = x.shape[:2]
     f = w.shape[0]

@@ -9,7 +9,7 @@ REINFORCE-style estimators use).
 """
 import numpy as np
 
-from .attrs import Attr, REQUIRED, optional, parse_bool, parse_ctx, parse_dtype, parse_float, parse_int, \
+from .attrs import Attr, REQUIRED, parse_bool, parse_ctx, parse_dtype, parse_float, parse_int, \
     parse_shape
 from .common import call
 from .registry import OpDef, OpTest, register

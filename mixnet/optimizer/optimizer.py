@@ -391,18 +391,9 @@ def _sgd_kernel(xp, w, g, mom, lr, wd, rescale, clip, momentum):
         w += mom
 
 
-@register
-class SGD(Optimizer):
-    """SGD with optional momentum (MXNet's sgd_update / sgd_mom_update). `lazy_update` only matters for sparse
-    gradients, which mixnet does not have; it is accepted for compatibility. With `multi_precision=True`, float16
-    weights are updated through a float32 master copy (state `(momentum, master)`, MXNet's order for SGD)."""
-    _hparams = ("momentum", "lazy_update")
-
-    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
-        super().__init__(**kwargs)
-        self.momentum = momentum
-        self.lazy_update = lazy_update
-        self.aggregate_num = 4
+class _MomentumState:
+    """Optimizers whose state is one momentum buffer (or None without momentum) and, for float16 weights under
+    multi_precision, MXNet's (momentum, float32 master) order: SGD, NAG, LARS."""
 
     def create_state(self, index, weight):
         return _zeros_like(weight) if self.momentum != 0.0 else None
@@ -415,6 +406,21 @@ class SGD(Optimizer):
 
     def _split_mp_state(self, state):
         return state[1], state[0]
+
+
+@register
+class SGD(_MomentumState, Optimizer):
+    """SGD with optional momentum (MXNet's sgd_update / sgd_mom_update). `lazy_update` only matters for sparse
+    gradients, which mixnet does not have; it is accepted for compatibility. With `multi_precision=True`, float16
+    weights are updated through a float32 master copy (state `(momentum, master)`, MXNet's order for SGD)."""
+    _hparams = ("momentum", "lazy_update")
+
+    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.lazy_update = lazy_update
+        self.aggregate_num = 4
+
 
     def _step(self, index, w, g, state, lr, wd):
         _sgd_kernel(_xp_of(w), w, g, None if state is None else state._data, lr, wd, self.rescale_grad,
@@ -919,7 +925,7 @@ class LAMB(Optimizer):
 
 
 @register
-class LARS(Optimizer):
+class LARS(_MomentumState, Optimizer):
     """LARS (MXNet's multi_lars + sgd(_mom)_update): per layer `lr *= eta*||w||/(||g||*rescale_grad + wd*||w|| +
     eps)` when both norms are > 0, except parameters whose name (param_idx2name) ends in gamma, beta or bias; then
     SGD with momentum (momentum scaled by lr_now/lr_before when `momentum_correction`)."""
@@ -956,17 +962,6 @@ class LARS(Optimizer):
         self.cur_lr = lr
         return super()._get_lrs(indices)
 
-    def create_state(self, index, weight):
-        return _zeros_like(weight) if self.momentum != 0.0 else None
-
-    def create_state_multi_precision(self, index, weight):
-        if self._mp(weight):
-            master = _wrap(weight._data.astype(np.float32), weight._ctx)
-            return (self.create_state(index, master), master)
-        return super().create_state_multi_precision(index, weight)
-
-    def _split_mp_state(self, state):
-        return state[1], state[0]
 
     def _momentum(self):
         if self.momentum > 0 and self.momentum_correction and self.last_lr:

@@ -10,7 +10,6 @@ import mixnet as mx
 from mixnet import autograd
 from mixnet import symbol as sym
 from mixnet.gluon.symbol_block import SymbolBlock
-from mixnet.ops import registry
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "symbol")
 
@@ -59,7 +58,6 @@ def test_cnn_matches_mxnet_with_aux_states():
     assert "[aux]" in repr(blk)
 
 
-@pytest.mark.skipif(registry.find("RNN") is None, reason="the fused RNN op (mixnet/ops/rnn.py) is not registered")
 def test_lstm_matches_mxnet():
     _check("lstm", ["data0", "data1"], train_mode=True)
 
