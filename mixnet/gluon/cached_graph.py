@@ -18,6 +18,7 @@ from .. import autograd
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from ..symbol import passes
+from ..symbol.contrib import TRACE_SHAPES, EagerFallback
 from ..symbol.fuse import fuse
 from .check_mode import checked_call
 
@@ -93,10 +94,13 @@ class CachedGraph:
         self.in_structure = structure
         self.input_names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
         sym_inputs = [symbol.var(n) for n in self.input_names]
-        token = TRACING.set(True)
+        shapes = {n: tuple(a.shape) for n, a in zip(self.input_names, flat)}
+        shapes.update((name, tuple(p.shape)) for name, p in block.collect_params().items() if p.shape)
+        token, shapes_token = TRACING.set(True), TRACE_SHAPES.set(shapes)
         try:
             out = block.forward(*unflatten(list(sym_inputs), structure))
         finally:
+            TRACE_SHAPES.reset(shapes_token)
             TRACING.reset(token)
         outs, self.out_structure = flatten(out, _symbol_leaf, "a hybridized forward returns arrays or lists")
         self.symbol = outs[0] if len(outs) == 1 else symbol.Group(outs)       # as traced (what export writes)
@@ -157,10 +161,18 @@ def call_hybridized(block, args):
             block._checks_left -= 1
             return checked_call(block, graph, args, flat, _eager)
         return graph.run(block, flat)
+    if block._eager_only:
+        return _eager(block, args)
     first_result = None
     if any(p._data is None for p in block.collect_params().values()):
         first_result = _eager(block, args)       # deferred shapes: one eager call initializes them exactly
-    graph = CachedGraph(block, args)
+    try:
+        graph = CachedGraph(block, args)
+    except EagerFallback as reason:
+        warnings.warn(f"{type(block).__name__} {block.name!r} runs eagerly: {reason} needs values, which a traced "
+                      "graph does not have yet (results are the eager ones)", stacklevel=3)
+        block._eager_only = True
+        return first_result if first_result is not None else _eager(block, args)
     block._cached_graphs[key] = graph
     block._last_graph = graph
     if _LOG_COMPILES:

@@ -9,6 +9,8 @@ from .executor import Executor  # noqa: F401
 
 _build(globals())
 
+from . import contrib, linalg, random  # noqa: E402,F401  (after the op functions they use)
+
 
 def zeros(shape, dtype=None, **kwargs):
     return globals()["_zeros"](shape=shape, dtype=dtype, **kwargs)

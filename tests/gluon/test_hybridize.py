@@ -223,3 +223,54 @@ def test_check_mode_reports_the_first_diverging_node():
     with pytest.raises(HybridizeCheckError, match=r"first divergence at graph node '.*dense0_relu_fwd' "
                                                   r"\(Activation"):
         net(x)
+
+
+class Accumulate(gluon.HybridBlock):
+    """F.contrib.foreach over the rows of x, closing over a parameter."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.w = gluon.Parameter("w", shape=(2,), init=mx.init.Constant(0.5))
+
+    def forward(self, x, h):
+        F = mx.sym if isinstance(x, mx.sym.Symbol) else nd
+        w = self.w.data()
+
+        def body(xt, states):
+            s = states[0] * w + xt
+            return s, [s]
+        outs, states = F.contrib.foreach(body, x, [h])
+        return outs, states[0]
+
+
+def test_foreach_hybridizes_with_eager_results_and_gradients():
+    x, h = nd.arange(6).reshape((3, 2)), nd.ones((2,))
+    eager, hybrid = Accumulate(), Accumulate()
+    eager.initialize()
+    hybrid.initialize()
+    hybrid.hybridize()
+    results = []
+    for block in (eager, hybrid):
+        xx = x.copy()
+        xx.attach_grad()
+        with autograd.record():
+            outs, last = block(xx, h)
+            loss = outs.sum() + last.sum()
+        loss.backward()
+        results.append((outs.asnumpy(), last.asnumpy(), xx.grad.asnumpy(), block.w.grad().asnumpy()))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=1e-6)
+    assert len(hybrid._cached_graphs) == 1
+
+
+class Choose(gluon.HybridBlock):
+    def hybrid_forward(self, F, a):
+        return F.contrib.cond(a.sum() < 5, lambda: a * 2, lambda: a * 3)
+
+
+def test_cond_in_a_hybridized_block_falls_back_to_eager_with_a_warning():
+    block = Choose()
+    block.hybridize()
+    with pytest.warns(UserWarning, match=r"runs eagerly: contrib.cond .*test_hybridize.py"):
+        assert block(nd.array([1.0])).asscalar() == 2
+    assert block(nd.array([10.0])).asscalar() == 30          # the branch is chosen per call, as eagerly
