@@ -18,7 +18,8 @@ from .. import autograd
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from ..symbol import passes
-from ..symbol.contrib import TRACE_SHAPES, EagerFallback
+from ..symbol.contrib import TRACE_SHAPES
+from ..symbol.symbol import EagerFallback
 from ..symbol.fuse import fuse
 from .check_mode import checked_call
 
@@ -169,8 +170,8 @@ def call_hybridized(block, args):
     try:
         graph = CachedGraph(block, args)
     except EagerFallback as reason:
-        warnings.warn(f"{type(block).__name__} {block.name!r} runs eagerly: {reason} needs values, which a traced "
-                      "graph does not have yet (results are the eager ones)", stacklevel=3)
+        warnings.warn(f"{type(block).__name__} {block.name!r} runs eagerly: {reason} cannot be part of a traced "
+                      "graph yet (results are the eager ones)", stacklevel=3)
         block._eager_only = True
         return first_result if first_result is not None else _eager(block, args)
     block._cached_graphs[key] = graph

@@ -40,6 +40,9 @@ def foreach(body, data, init_states):
     stacked on a new axis 0. Returns (outputs, final_states) with the nesting of the body's outputs and of
     init_states."""
     from . import stack
+    if _traced(data):
+        from ..symbol import contrib
+        return contrib.foreach(body, data, init_states)
     flat_data, data_fmt = _flatten(data, "foreach data")
     lengths = {x.shape[0] for x in flat_data}
     if len(lengths) != 1:
@@ -66,6 +69,9 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
     """Runs func(*loop_vars) -> (step_output, new_loop_vars) while cond(*loop_vars); step outputs are stacked on
     axis 0 and padded with zero rows to max_iterations (MXNet pads with uninitialized memory)."""
     from . import concat, stack, zeros
+    if _traced(loop_vars):
+        from ..symbol import contrib
+        return contrib.while_loop(cond, func, loop_vars, max_iterations)
     if max_iterations is None:
         raise ValueError("max_iterations should be specified")
     single = isinstance(loop_vars, NDArray)
@@ -108,4 +114,13 @@ def _truth(pred):
 
 def cond(pred, then_func, else_func):
     """then_func() if pred else else_func(); only the branch taken is run (and differentiated)."""
+    if _traced(pred):
+        from ..symbol import contrib
+        return contrib.cond(pred, then_func, else_func)
     return then_func() if _truth(pred) else else_func()
+
+
+def _traced(value):
+    """True for Symbols (hybridize tracing 2.0-style code that calls mx.nd.contrib.*)."""
+    first = value[0] if isinstance(value, (list, tuple)) and value else value
+    return type(first).__name__ == "Symbol"

@@ -7,11 +7,17 @@ from ..ops.binding import bind_call
 from .ndarray import NDArray, array
 
 
+class SymbolArguments(Exception):
+    """An nd function was given Symbols (hybridize is tracing 2.0-style code): the call becomes a graph node."""
+
+
 def _as_input(op, name, value):
     if isinstance(value, NDArray):
         return value
     if isinstance(value, np.ndarray):
         return array(value, dtype=value.dtype)
+    if type(value).__name__ == "Symbol":
+        raise SymbolArguments()
     raise MXNetError(f"{op.name}: input {name!r} must be an NDArray, got {type(value).__name__}")
 
 
@@ -48,7 +54,11 @@ def write_out(result, out):
 
 def make_function(op):
     def function(*args, out=None, name=None, **kwargs):
-        inputs, attrs = bind_arguments(op, args, kwargs)
+        try:
+            inputs, attrs = bind_arguments(op, args, kwargs)
+        except SymbolArguments:          # traced values: the same op, as a graph node (checked only on failure)
+            from .. import symbol
+            return getattr(symbol, op.name)(*args, name=name, **kwargs)
         return write_out(dispatch.apply(op, inputs, attrs), out)
     function.__name__ = op.name
     function.__qualname__ = op.name

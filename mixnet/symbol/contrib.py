@@ -9,16 +9,12 @@ import contextvars
 
 from .._source import user_location
 from ..base import MXNetError
-from .symbol import build_functions as _build_functions
+from .symbol import EagerFallback, build_functions as _build_functions
 
 _build_functions(globals(), prefix="_contrib_")
 
 # {variable name: shape} of the graph being traced (set by hybridize), so foreach can read the sequence length.
 TRACE_SHAPES = contextvars.ContextVar("mixnet_trace_shapes", default=None)
-
-
-class EagerFallback(MXNetError):
-    """Raised while tracing when a construct needs values; hybridize then runs the block eagerly."""
 
 
 def _shape(data):

@@ -26,6 +26,11 @@ __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"
 _INPUT_INIT = {("BatchNorm", "moving_mean"): '["zero", {}]', ("BatchNorm", "moving_var"): '["one", {}]'}
 
 
+class EagerFallback(MXNetError):
+    """Raised while hybridize traces, by constructs a traced graph cannot hold yet (array constants made inside
+    forward, contrib.cond / while_loop); the block then runs eagerly, with a warning naming the line."""
+
+
 class Symbol:
     """Outputs of a graph: a list of (Node, output index) entries."""
     __slots__ = ("_outputs",)
@@ -247,6 +252,8 @@ class Symbol:
             return create_node(array_op, [lhs, rhs], {}, name_hint=hint)
         if isinstance(other, (int, float, np.number, bool)) and not isinstance(other, np.ndarray):
             return create_node(scalar_op, [self], {"scalar": other}, name_hint=scalar_hint)
+        if type(other).__name__ == "NDArray" or isinstance(other, np.ndarray):
+            raise EagerFallback(f"an array constant created inside forward at {user_location()}")
         return NotImplemented
 
     def __add__(self, o):

@@ -274,3 +274,38 @@ def test_cond_in_a_hybridized_block_falls_back_to_eager_with_a_warning():
     with pytest.warns(UserWarning, match=r"runs eagerly: contrib.cond .*test_hybridize.py"):
         assert block(nd.array([1.0])).asscalar() == 2
     assert block(nd.array([10.0])).asscalar() == 30          # the branch is chosen per call, as eagerly
+
+
+class TwoPointOh(gluon.HybridBlock):
+    """2.0-style code calling mx.nd functions on what, while tracing, are symbols."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = nn.Dense(4, in_units=3)
+
+    def forward(self, x):
+        h = mx.nd.relu(self.dense(x))
+        outs, states = mx.nd.contrib.foreach(lambda xt, st: (xt * 2, [st[0] + xt]), h, [h.sum(axis=0) * 0])
+        return mx.nd.sum(outs, axis=0) + states[0]
+
+
+def test_nd_functions_on_traced_values_become_graph_nodes():
+    block = TwoPointOh()
+    block.initialize()
+    x = nd.random.uniform(shape=(2, 3))
+    eager = block(x).asnumpy()
+    block.hybridize()
+    np.testing.assert_allclose(block(x).asnumpy(), eager, rtol=1e-6)
+    assert block._last_graph is not None
+
+
+class WithConstant(gluon.HybridBlock):
+    def forward(self, x):
+        return x + mx.nd.ones((3,))           # an array made inside forward: a constant
+
+
+def test_array_constants_inside_forward_fall_back_to_eager():
+    block = WithConstant()
+    block.hybridize()
+    with pytest.warns(UserWarning, match="array constant created inside forward at .*test_hybridize.py"):
+        assert block(nd.ones((3,))).asnumpy().tolist() == [2, 2, 2]
