@@ -2,11 +2,10 @@
 
 A call's signature is the nesting of its arguments, each array's shape, dtype and device, and the training
 mode. On a new signature the block's own `hybrid_forward` (with F = mx.sym) or 2.0-style `forward` runs once
-with symbol variables (parameters trace as their variables, children inline), giving a graph that is cached
-and then interpreted op by op through the dispatch door, so autograd records it like eager code. Python
-control flow on traced values fails at the user's line with a pointer to contrib.cond / foreach / while_loop.
-
-Fusion and memory planning (the fast path) replace the interpreter later without changing this interface.
+with symbol variables (parameters trace as their variables, children inline), giving a graph that is cached.
+Calls run it compiled, as one op on the autograd tape (gluon/cached_op.py: graph-mode autodiff, fusion,
+straight-line code). Python control flow on traced values fails at the user's line with a pointer to
+contrib.cond / foreach / while_loop.
 """
 import contextvars
 import os
@@ -16,18 +15,18 @@ import numpy as np
 
 from .. import autograd
 from ..base import MXNetError
-from ..ndarray.ndarray import NDArray
+from ..context import current_context
+from ..ndarray.ndarray import NDArray, _wrap
 from ..symbol import passes
 from ..symbol.contrib import TRACE_SHAPES
 from ..symbol.symbol import EagerFallback
-from ..symbol.fuse import fuse
+from . import cached_op
 from .check_mode import checked_call
 
 TRACING = contextvars.ContextVar("mixnet_hybridize_tracing", default=False)
 EAGER = contextvars.ContextVar("mixnet_hybridize_eager", default=False)   # a hybridized ancestor runs eagerly
 _LOG_COMPILES = os.environ.get("MIXNET_LOG_COMPILES", "").strip() not in ("", "0")
 CHECK_BY_DEFAULT = os.environ.get("MIXNET_HYBRIDIZE_CHECK", "").strip() not in ("", "0")
-GRAPH_PASSES = ("cse",)
 FUSE = os.environ.get("MIXNET_FUSE", "1").strip() not in ("", "0")      # MIXNET_FUSE=0: the debug switch
 
 
@@ -87,7 +86,8 @@ def signature(flat, structure):
 
 
 class CachedGraph:
-    """One traced graph: the symbol, its input names, and how to regroup its outputs."""
+    """One traced graph: the symbol, its input names, how to regroup its outputs, and its compiled plans
+    (gluon/cached_op.py): one for inference, one per gradient mask for recorded calls, each made on first use."""
 
     def __init__(self, block, args):
         from .. import symbol
@@ -105,30 +105,61 @@ class CachedGraph:
             TRACING.reset(token)
         outs, self.out_structure = flatten(out, _symbol_leaf, "a hybridized forward returns arrays or lists")
         self.symbol = outs[0] if len(outs) == 1 else symbol.Group(outs)       # as traced (what export writes)
-        self.plan = passes.run(self.symbol, GRAPH_PASSES)                      # what runs (recording)
+        self.plan = passes.run(self.symbol, cached_op.GRAPH_PASSES)           # what check mode interprets
         self.param_names = [n for n in self.symbol.list_inputs() if n not in self.input_names]
-        self.fused_plan, self.fused_groups = self.plan, 0                      # what runs (inference)
-        if FUSE:
-            params = block.collect_params()
-            shapes = {n: tuple(a.shape) for n, a in zip(self.input_names, flat)}
-            dtypes = {n: np.dtype(a.dtype) for n, a in zip(self.input_names, flat)}
-            for name in self.param_names:
-                if name in params and params[name].shape is not None:
-                    shapes[name], dtypes[name] = tuple(params[name].shape), np.dtype(params[name].dtype)
-            self.fused_plan, self.fused_groups = fuse(self.plan, shapes, dtypes)
+        params = block.collect_params()
+        missing = [n for n in self.param_names if n not in params]
+        if missing:
+            raise MXNetError(f"{type(block).__name__} {block.name!r}: the traced graph uses {missing}, which "
+                             "are not parameters of this block (was a parameter created inside forward?)")
+        self.params = [params[n] for n in self.param_names]
+        self.names = self.input_names + self.param_names
+        self.ctx = flat[0].context if flat else current_context()
+        self.is_train = autograd.is_training()
+        self.shapes = {n: tuple(a.shape) for n, a in zip(self.input_names, flat)}
+        self.dtypes = {n: np.dtype(a.dtype) for n, a in zip(self.input_names, flat)}
+        for name, p in zip(self.param_names, self.params):
+            data = p.data(self.ctx)
+            self.shapes[name], self.dtypes[name] = tuple(data.shape), np.dtype(data.dtype)
+        # fusion runs on CPU; GPU graphs run their kernels op by op until the CUDA backend is wired in
+        self.fusion = FUSE and self.ctx.device_type == "cpu"
+        self._inference = None
+        self._training = {}
+
+    @property
+    def inference(self):
+        if self._inference is None:
+            self._inference = cached_op.InferencePlan(self.plan, self.names, self.shapes, self.dtypes, self.ctx,
+                                                      self.fusion)
+        return self._inference
+
+    def training(self, mask):
+        plan = self._training.get(mask)
+        if plan is None:
+            plan = self._training[mask] = cached_op.TrainingPlan(self.plan, self.names, mask, self.shapes,
+                                                                 self.dtypes, self.ctx, self.is_train, self.fusion)
+        return plan
+
+    def _inputs(self, flat):
+        return list(flat) + [p.data(self.ctx) for p in self.params]
 
     def run(self, block, flat):
+        """Runs the compiled graph: one tape node per call when autograd records, plain kernels otherwise."""
+        inputs = self._inputs(flat)
+        is_train = autograd.is_training()
+        mask = tuple(x._node is not None for x in inputs) if autograd.is_recording() else ()
+        if any(mask):
+            outs = self.training(mask).run(inputs, is_train)
+        else:
+            results = self.inference.run([x._data for x in inputs], is_train)
+            outs = [_wrap(r.copy() if any(r is x._data for x in inputs) else r, self.ctx) for r in results]
+        return unflatten(list(outs), self.out_structure)
+
+    def interpret(self, block, flat):
+        """Runs the graph op by op through the dispatch door (each op recorded like eager code): check mode
+        observes this run."""
         from ..symbol.executor import run_graph
-        ctx = flat[0].context if flat else None
-        params = block.collect_params()
-        values = dict(zip(self.input_names, flat))
-        for name in self.param_names:
-            if name not in params:
-                raise MXNetError(f"{type(block).__name__} {block.name!r}: the traced graph uses {name!r}, which is "
-                                 "not a parameter of this block (was a parameter created inside forward?)")
-            values[name] = params[name].data(ctx)
-        plan = self.plan if autograd.is_recording() or ctx is None or ctx.device_type == "gpu" else self.fused_plan
-        outs = run_graph(plan, values, ctx)
+        outs = run_graph(self.plan, dict(zip(self.names, self._inputs(flat))), self.ctx)
         return unflatten(list(outs), self.out_structure)
 
 

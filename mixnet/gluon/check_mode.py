@@ -100,7 +100,7 @@ def checked_call(block, graph, args, flat, eager_call):
     snapshot = _snapshot(block, ctx)
     eager_out, eager_calls = _observe(lambda: eager_call(block, args))
     _restore(snapshot)
-    graph_out, graph_calls = _observe(lambda: graph.run(block, flat))
+    graph_out, graph_calls = _observe(lambda: graph.interpret(block, flat))
     problem = _first_divergence(graph, eager_calls, graph_calls)
     if problem is None and autograd.is_recording():
         params = [p.data(ctx) for p in block.collect_params().values() if p.grad_req != "null" and p._data]

@@ -18,16 +18,14 @@ from .infer import infer_graph, known
 __all__ = ["Executor", "evaluate", "run_graph", "simple_bind"]
 
 
-def _creation_shapes(symbol, values):
+def creation_shapes(symbol, shapes, dtypes):
     """Shapes for creation nodes with unknown (0) dims, e.g. RNN begin states `_zeros(shape=(L, 0, H))`,
-    inferred from the consumers and the given input shapes."""
+    inferred from the consumers and the given input shapes/dtypes ({name: shape}, {name: dtype})."""
     nodes = symbol._nodes()
     pending = [n for n in nodes if n.op is not None and n.op.creates and 0 in tuple(n.attrs.get("shape", (1,)))]
     if not pending:
         return {}
-    shapes = {k: tuple(v.shape) for k, v in values.items()}
-    dtypes = {k: v.dtype for k, v in values.items()}
-    eshape, _ = infer_graph(nodes, shapes, dtypes, True)
+    eshape, _ = infer_graph(nodes, dict(shapes), dict(dtypes), True)
     return {id(n): eshape[(id(n), 0)] for n in pending if known(eshape.get((id(n), 0)))}
 
 
@@ -38,7 +36,8 @@ def run_graph(symbol, values, ctx=None):
     needs on its own)."""
     nodes = symbol._nodes()
     ctx = ctx or current_context()
-    fixed = _creation_shapes(symbol, values)
+    fixed = creation_shapes(symbol, {k: tuple(v.shape) for k, v in values.items()},
+                            {k: v.dtype for k, v in values.items()})
     results = {}
     uses = {}
     for node in nodes:

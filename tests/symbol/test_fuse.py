@@ -23,20 +23,38 @@ class Chain(gluon.HybridBlock):
         return F.broadcast_add(F.relu(h + b), s * 2), h
 
 
-def test_fused_plan_matches_unfused_and_counts_kernels():
+def _run_chain(fusion, monkeypatch, record):
+    monkeypatch.setattr(cached_graph, "FUSE", fusion)
     block = Chain()
     block.hybridize()
     x = nd.array(np.random.default_rng(0).uniform(-4, 4, (6, 5)).astype(np.float32))
     b = nd.array(np.linspace(-1, 1, 5).astype(np.float32))
-    out, h = block(x, b)
-    graph = block._last_graph
+    x.attach_grad()
+    with autograd.record(train_mode=False) if record else autograd.pause():
+        out, h = block(x, b)
+        loss = (out * out).sum() + (h * 3).sum()
+    if record:
+        loss.backward()
+    return block._last_graph, out.asnumpy(), h.asnumpy(), x.grad.asnumpy()
+
+
+def test_fused_plan_matches_unfused_and_counts_kernels(monkeypatch):
+    graph, out, h, _ = _run_chain(True, monkeypatch, record=False)
     # one kernel for the chain + (h + b) + relu; the final add reads sum(h), so it stays outside the group
-    assert graph.fused_groups == 1
-    assert _ops(graph.fused_plan) == ["_fused_elemwise", "sum", "_mul_scalar", "broadcast_add"]
-    with autograd.record():                     # recording runs the unfused plan (it has gradients)
-        ref_out, ref_h = block(x, b)
-    np.testing.assert_allclose(out.asnumpy(), ref_out.asnumpy(), rtol=2e-6, atol=2e-6)
-    np.testing.assert_allclose(h.asnumpy(), ref_h.asnumpy(), rtol=2e-6, atol=2e-6)
+    assert graph.inference.fused_groups == 1
+    assert _ops(graph.inference.symbol) == ["_fused_elemwise", "sum", "_mul_scalar", "broadcast_add"]
+    _, ref_out, ref_h, _ = _run_chain(False, monkeypatch, record=False)
+    np.testing.assert_allclose(out, ref_out, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(h, ref_h, rtol=2e-6, atol=2e-6)
+
+
+def test_training_plans_fuse_forward_and_backward(monkeypatch):
+    graph, out, h, gx = _run_chain(True, monkeypatch, record=True)
+    (plan,) = graph._training.values()
+    assert plan.forward.fused_groups >= 1 and plan.backward.fused_groups >= 1
+    _, ref_out, ref_h, ref_gx = _run_chain(False, monkeypatch, record=True)
+    np.testing.assert_allclose(out, ref_out, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(gx, ref_gx, rtol=1e-5, atol=1e-5)
 
 
 def test_gradients_still_work_through_a_hybridized_fusible_block():
@@ -82,7 +100,7 @@ def test_fusion_switch_off(monkeypatch):
     block = Chain()
     block.hybridize()
     block(nd.ones((2, 5)), nd.ones((5,)))
-    assert block._last_graph.fused_groups == 0
+    assert block._last_graph.inference.fused_groups == 0
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -1,0 +1,195 @@
+"""The CachedOp: how a traced graph runs — compiled, and recorded on the autograd tape as ONE node per call.
+
+For one input signature (cached_graph.CachedGraph) there are two kinds of plan:
+
+* `InferencePlan` (autograd not recording, or nothing to differentiate): the CSE'd, fused forward graph compiled
+  to straight-line Python (mixnet/symbol/compile.py).
+* `TrainingPlan`, one per *gradient mask* (which graph inputs are being differentiated: a data input without
+  attach_grad gets no gradient computed, a frozen parameter neither). Graph-mode autodiff
+  (mixnet/symbol/autodiff.py) gives the backward graph from the registry's rules; the joint graph is split into
+  a forward part, which also returns the values the backward needs ("saved"), and a backward part reading the
+  saved values and the outputs' incoming gradients. Both parts are CSE'd, fused and compiled. A call runs the
+  forward and records one tape node whose gradient rule runs the compiled backward.
+
+Higher-order gradients through a hybridized block (`autograd.grad(..., create_graph=True)`) replay the forward
+op by op on the tape from the recorded inputs (the random generators rewound, running statistics untouched) and
+differentiate that, so every order works exactly as eagerly.
+"""
+import copy
+
+from .. import autograd
+from .. import random as mx_random
+from ..ndarray.ndarray import _wrap
+from ..ops.common import call
+from ..ops.registry import OpDef
+from ..symbol import autodiff, passes
+from ..symbol.compile import CompiledGraph
+from ..symbol.executor import creation_shapes, run_graph
+from ..symbol.fuse import fuse
+from ..symbol.graph import Node, topo_order
+from ..symbol.symbol import Symbol
+
+GRAPH_PASSES = ("cse",)
+
+
+def optimize(symbol, shapes, dtypes, fusion):
+    """The pass pipeline every compiled plan goes through: CSE, then (optionally) elementwise fusion."""
+    symbol = passes.run(symbol, GRAPH_PASSES)
+    if fusion:
+        symbol, _ = fuse(symbol, shapes, dtypes)
+    return symbol
+
+
+def _fused_count(symbol):
+    return sum(1 for n in symbol._nodes() if n.op is not None and n.op.name == "_fused_elemwise")
+
+
+class InferencePlan:
+    def __init__(self, symbol, names, shapes, dtypes, ctx, fusion):
+        self.symbol = optimize(symbol, shapes, dtypes, fusion)
+        self.fused_groups = _fused_count(self.symbol)
+        self.compiled = CompiledGraph(self.symbol, names, ctx, creation_shapes(self.symbol, shapes, dtypes))
+
+    def run(self, arrays, is_train):
+        return self.compiled(arrays, is_train)
+
+
+class TrainingPlan:
+    """Forward and backward of one graph for one gradient mask, compiled."""
+
+    def __init__(self, symbol, names, mask, shapes, dtypes, ctx, is_train, fusion):
+        self.plan = symbol
+        self.names = names
+        self.wrt = [n for n, m in zip(names, mask) if m]
+        self.wrt_set = set(self.wrt)
+        self.ctx = ctx
+        self.n_out = len(symbol._outputs)
+        grads, head_vars = autodiff.gradient(symbol, self.wrt, shapes, dtypes, is_train, ctx)
+        forward_ids = {id(n) for n in topo_order(symbol._outputs)}
+        backward_nodes = [n for n in topo_order([g for g in grads if g is not None]) if id(n) not in forward_ids]
+        # forward values the backward reads: kept from the forward call ("saved")
+        saved, seen = [], set()
+        for node in backward_nodes:
+            for src, index in node.inputs:
+                if id(src) in forward_ids and (id(src), index) not in seen:
+                    seen.add((id(src), index))
+                    saved.append((src, index))
+        for g in grads:
+            if g is not None and id(g[0]) in forward_ids and (id(g[0]), g[1]) not in seen:
+                seen.add((id(g[0]), g[1]))
+                saved.append(g)                  # a gradient that is a forward value (e.g. a head gradient alias)
+        saved_ops = [e for e in saved if e[0].op is not None]
+        self.saved_inputs = [names.index(e[0].name) for e in saved if e[0].op is None]
+        forward = Symbol(list(symbol._outputs) + saved_ops)
+        self.forward = InferencePlan(forward, names, shapes, dtypes, ctx, fusion)
+        # the backward graph: forward entries become variables `_saved{k}` in the order the forward returns them
+        order = saved_ops + [e for e in saved if e[0].op is None]
+        saved_vars = {(id(n), i): Node(None, f"_saved{k}") for k, (n, i) in enumerate(order)}
+        read = {id(src) for n in backward_nodes for src, _ in n.inputs} | {id(g[0]) for g in grads if g is not None}
+        self.head_index = sorted(k for k, var in head_vars.items() if id(var) in read)
+        heads = [head_vars[k].name for k in self.head_index]
+        backward, present = _rebuild(grads, forward_ids, saved_vars)
+        self.grad_present = present
+        bshapes, bdtypes = _backward_types(symbol, order, heads, shapes, dtypes)
+        bnames = heads + [f"_saved{k}" for k in range(len(order))]
+        self.backward = InferencePlan(backward, bnames, bshapes, bdtypes, ctx, fusion) if backward is not None else None
+        self.random = self.forward.compiled.random
+        self.mutated = [names[k] for k in self.forward.compiled.mutated]
+        self.op = OpDef(name="_CachedOp", kernel=None, grad=self._grad_rule, doc="a hybridized block's call")
+
+    # ------------------------------------------------------------------ running
+    def run(self, inputs, is_train):
+        """inputs: the NDArrays of every graph input (in `names` order). Returns the output NDArrays, recorded
+        as one tape node over the differentiated inputs."""
+        ctx = self.ctx
+        rng_state = None
+        if self.random:
+            rng_state = copy.deepcopy(mx_random._state(ctx).bit_generator.state)
+        arrays = [x._data for x in inputs]
+        results = self.forward.run(arrays, is_train)
+        outputs = tuple(_wrap(r, ctx) for r in results[:self.n_out])
+        for out, r in zip(outputs, results):
+            if any(r is a for a in arrays):           # an input returned as is: give the caller its own array
+                out._data = r.copy()
+        for name in self.mutated:
+            inputs[self.names.index(name)]._bump_version()
+        saved = list(results[self.n_out:]) + [arrays[k] for k in self.saved_inputs]
+        attrs = {"saved": saved, "inputs": inputs, "rng_state": rng_state}
+        recorded = tuple(x for x, name in zip(inputs, self.names) if name in self.wrt_set)
+        autograd._record(self.op, attrs, recorded, outputs, is_train)
+        return outputs
+
+    def _grad_rule(self, ctx, *out_grads):
+        if autograd.is_recording():
+            return self._replay_gradients(ctx, out_grads)
+        if self.backward is None:
+            return (None,) * len(ctx.inputs)
+        heads = [out_grads[i]._data for i in self.head_index]
+        results = iter(self.backward.run(heads + ctx.attrs["saved"], ctx.is_train))
+        device = ctx.inputs[0].context if ctx.inputs else self.ctx
+        return tuple(_wrap(next(results), device) if present else None for present in self.grad_present)
+
+    def _replay_gradients(self, ctx, out_grads):
+        """create_graph=True: replays the forward on the tape and differentiates it with the eager rules."""
+        inputs = ctx.attrs["inputs"]
+        wrt = self.wrt_set
+        values, proxies = {}, []
+        state = mx_random._state(self.ctx).bit_generator
+        now = copy.deepcopy(state.state) if ctx.attrs["rng_state"] is not None else None
+        with autograd.record(train_mode=ctx.is_train):
+            for name, x in zip(self.names, inputs):
+                if name in wrt:
+                    proxy = call("_copy", x)
+                    proxies.append(proxy)
+                    values[name] = proxy
+                else:
+                    values[name] = x.copy() if name in self.mutated else x.detach()
+            if now is not None:
+                state.state = ctx.attrs["rng_state"]
+            try:
+                outs = run_graph(self.plan, values, self.ctx)
+            finally:
+                if now is not None:
+                    state.state = now
+        return tuple(autograd.local_gradients(outs, list(out_grads), proxies))
+
+
+def _rebuild(grads, forward_ids, saved_vars):
+    """The backward Symbol over new nodes: forward entries read through `saved_vars`. Returns (symbol or None,
+    [whether each gradient exists])."""
+    memo = {}
+
+    def entry(src, index):
+        if id(src) in forward_ids:
+            return saved_vars[(id(src), index)], 0
+        return clone(src), index
+
+    def clone(node):
+        if node.op is None:
+            return node                       # head gradient variables
+        new = memo.get(id(node))
+        if new is None:
+            new = memo[id(node)] = Node(node.op, node.name, node.attrs, node.raw,
+                                        [entry(s, i) for s, i in node.inputs], node.location)
+        return new
+
+    for g in grads:
+        if g is not None:                      # clone iteratively in topological order (deep graphs)
+            for node in topo_order([g]):
+                if node.op is not None and id(node) not in forward_ids:
+                    clone(node)
+    outputs = [entry(*g) for g in grads if g is not None]
+    return (Symbol(outputs) if outputs else None), [g is not None for g in grads]
+
+
+def _backward_types(symbol, order, heads, shapes, dtypes):
+    from ..symbol.infer import infer_graph
+    nodes = topo_order(symbol._outputs)
+    eshape, edtype = infer_graph(nodes, shapes, dtypes, False)
+    bshapes, bdtypes = {}, {}
+    for name in heads:
+        node, index = symbol._outputs[int(name[len(autodiff.head_grad_name(0)) - 1:])]
+        bshapes[name], bdtypes[name] = eshape[(id(node), index)], edtype[(id(node), index)]
+    for k, (node, index) in enumerate(order):
+        bshapes[f"_saved{k}"], bdtypes[f"_saved{k}"] = eshape[(id(node), index)], edtype[(id(node), index)]
+    return bshapes, bdtypes

@@ -1,0 +1,237 @@
+"""Graph-mode autodiff: the backward pass of a Symbol as another graph, built from the registry's gradient rules.
+
+The rules are the ones eager backward runs (`OpDef.grad`, written with mixnet ops). Here they run once, on
+*traced arrays*: NDArrays whose buffer is a zero-byte stand-in of the right shape and dtype, while the dispatch
+door's tracer slot holds a `_GraphTracer` that turns every op a rule applies into a graph node instead of running
+it. So one set of rules serves eager backward, higher-order gradients and compiled backward graphs, and the
+backward graph is itself optimizable (CSE, fusion) like any other.
+
+A rule that cannot be traced (it reads values, e.g. `asnumpy()`, or replays a forward on the tape like the fused
+RNN op) becomes one opaque `_backward_rule` node that runs the rule eagerly when the graph runs: slower, but
+every op keeps a correct compiled backward.
+"""
+import numpy as np
+
+from .. import autograd
+from .._mode import MODE
+from ..base import MXNetError
+from ..context import cpu, gpu
+from ..ndarray.ndarray import NDArray
+from ..ops import common
+from ..ops.registry import OpDef
+from .graph import Node, raw_from_attrs, topo_order
+
+__all__ = ["gradient", "head_grad_name"]
+
+
+def head_grad_name(index):
+    return f"_head_grad{index}"
+
+
+class _NotTraceable(MXNetError):
+    """A gradient rule asked for values while being traced."""
+
+
+class _Needed:
+    """The `_node` of a traced array whose gradient is wanted: rules test `x._node is not None` to skip work."""
+    __slots__ = ()
+
+
+_NEEDED = _Needed()
+
+
+class _Traced(NDArray):
+    """An NDArray standing for a graph entry: shape and dtype are real, the buffer is a zero-byte broadcast."""
+    _entry = None
+
+    def _refuse(self, *args, **kwargs):
+        raise _NotTraceable("a gradient rule read array values")
+
+    asnumpy = asscalar = item = __bool__ = __float__ = __int__ = __index__ = _refuse
+
+
+def _traced(entry, shape, dtype, ctx, needed=False):
+    arr = _Traced.__new__(_Traced)
+    arr._data = np.broadcast_to(np.zeros((), dtype=dtype), tuple(shape))
+    arr._ctx = ctx
+    arr._entry = entry
+    if needed:
+        arr._node = _NEEDED
+    return arr
+
+
+class _GraphTracer:
+    """Sits in the dispatch door's tracer slot while a rule runs: each op becomes a Node."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.source = None           # the forward node whose rule is running (names and locates new nodes)
+        self.count = 0
+
+    def emit(self, op, inputs, attrs):
+        if any(not isinstance(x, _Traced) for x in inputs):
+            raise _NotTraceable(f"{op.name} was given an array that is not part of the graph")
+        shapes = [x.shape for x in inputs]
+        dtypes = [x._data.dtype for x in inputs]
+        if op.creates and "ctx" in op.attrs:
+            attrs = dict(attrs, ctx=self.ctx)
+        out_shapes, out_dtypes = common.infer(op, shapes, dtypes, attrs)
+        self.count += 1
+        node = Node(op, f"{self.source.name}_backward{self.count}", attrs, raw_from_attrs(op, attrs),
+                    [x._entry for x in inputs], self.source.location)
+        needed = any(x._node is not None for x in inputs)
+        outs = tuple(_traced((node, i), s, d, self.ctx, needed) for i, (s, d) in enumerate(zip(out_shapes,
+                                                                                             out_dtypes)))
+        nvis = op.n_visible(attrs)
+        return outs[0] if nvis == 1 else outs[:nvis]
+
+
+class _RuleContext:
+    """What a gradient rule sees (the attributes of autograd.GradContext), over traced arrays."""
+    __slots__ = ("op", "inputs", "outputs", "attrs", "is_train")
+
+    def __init__(self, node, inputs, outputs, is_train):
+        self.op, self.attrs, self.is_train = node.op, node.attrs, is_train
+        self.inputs, self.outputs = inputs, outputs
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the opaque fallback: a node that runs a gradient rule eagerly
+def _device_of(xp):
+    if xp is np:
+        return cpu()
+    return gpu(xp.cuda.Device().id)
+
+
+def _run_rule_eagerly(xp, *arrays, fwd_op, fwd_attrs, is_train, n_in, n_out, wanted):
+    from ..ndarray.ndarray import _wrap
+    ctx = _device_of(xp)
+    wrapped = [_wrap(a, ctx) for a in arrays]
+    inputs, outputs, out_grads = wrapped[:n_in], wrapped[n_in:n_in + n_out], wrapped[n_in + n_out:]
+    for x, want in zip(inputs, wanted):
+        if want:
+            x._node = autograd.Leaf("write")     # rules (RNN's) replay their forward on inputs that are recorded
+    rule_ctx = _RuleContext.__new__(_RuleContext)
+    rule_ctx.op, rule_ctx.attrs, rule_ctx.is_train = fwd_op, fwd_attrs, is_train
+    rule_ctx.inputs, rule_ctx.outputs = tuple(inputs), tuple(outputs)
+    token = MODE.set(MODE.get()._replace(recording=False, training=is_train, tracer=None))
+    try:
+        grads = fwd_op.grad(rule_ctx, *out_grads)
+    finally:
+        MODE.reset(token)
+    return tuple(xp.zeros_like(x._data) if g is None else g._data for x, g in zip(inputs, grads))
+
+
+def _infer_rule(shapes, dtypes, n_in, **attrs):
+    return [tuple(s) for s in shapes[:n_in]], list(dtypes[:n_in])
+
+
+_BACKWARD_RULE = OpDef(name="_backward_rule", kernel=_run_rule_eagerly, infer=_infer_rule, variadic=True,
+                       num_outputs=lambda attrs: attrs["n_in"], differentiable=False, hidden=True,
+                       doc="Runs one forward op's gradient rule eagerly inside a compiled backward graph (for "
+                           "rules that read values and so cannot be traced into graph nodes).")
+
+
+def _opaque(node, inputs, outputs, out_grads, wanted, is_train, ctx):
+    n_in, n_out = len(inputs), len(outputs)
+    attrs = {"fwd_op": node.op, "fwd_attrs": node.attrs, "is_train": is_train, "n_in": n_in, "n_out": n_out,
+             "wanted": tuple(wanted)}
+    entries = [x._entry for x in inputs] + [x._entry for x in outputs] + [g._entry for g in out_grads]
+    rule = Node(_BACKWARD_RULE, f"{node.name}_backward", attrs, {"op": node.op.name}, entries, node.location)
+    return [_traced((rule, i), x.shape, x._data.dtype, ctx) if w else None
+            for i, (x, w) in enumerate(zip(inputs, wanted))]
+
+
+# ---------------------------------------------------------------------------------------------------------
+def _needs_grad(nodes, wrt):
+    """Entries whose gradient is wanted: those that depend on a variable in `wrt` through differentiable ops."""
+    needed = set()
+    for node in nodes:
+        if node.op is None:
+            if node.name in wrt:
+                needed.add((id(node), 0))
+            continue
+        if not node.op.differentiable:
+            continue
+        diff_inputs = [e for k, e in enumerate(node.inputs) if k not in node.op.nondiff_inputs]
+        if any((id(src), i) in needed for src, i in diff_inputs):
+            needed.update((id(node), k) for k in range(node.num_outputs()))
+    return needed
+
+
+def gradient(symbol, wrt, shapes, dtypes, is_train, ctx=None):
+    """The gradients of `symbol`'s outputs w.r.t. the variables named in `wrt`, as graph entries.
+
+    Returns (grads, heads). grads has one `(node, index)` entry per name in `wrt`, or None where no output
+    depends on it. The backward nodes read the forward graph's own entries (so forward values are shared, not
+    recomputed) and the variables in heads, {output index: variable `_head_grad{i}`}, each carrying that output's
+    incoming gradient. shapes/dtypes: {variable name: shape/dtype} for every variable of `symbol`.
+    """
+    from .infer import infer_graph
+    ctx = ctx or cpu()
+    nodes = topo_order(symbol._outputs)
+    eshape, edtype = infer_graph(nodes, shapes, dtypes, False)
+    missing = [(n.name, i) for n in nodes for i in range(n.num_outputs()) if (id(n), i) not in eshape]
+    if missing:
+        raise MXNetError(f"autodiff: the shapes of {missing[:3]} are unknown; give every input's shape")
+    wrt_names = list(wrt)
+    needed = _needs_grad(nodes, set(wrt_names))
+
+    def traced(entry):
+        key = (id(entry[0]), entry[1])
+        return _traced(entry, eshape[key], edtype[key], ctx, key in needed)
+
+    grads, heads = {}, {}                                # (id(node), index) -> traced gradient
+    tracer = _GraphTracer(ctx)
+    token = MODE.set(MODE.get()._replace(recording=False, training=is_train, tracer=tracer))
+    try:
+        for k, (node, index) in enumerate(symbol._outputs):
+            if (id(node), index) not in needed:
+                continue
+            head = tracer.source = heads[k] = Node(None, head_grad_name(k))
+            _accumulate(grads, (id(node), index), _traced((head, 0), eshape[(id(node), index)],
+                                                           edtype[(id(node), index)], ctx))
+        for node in reversed(nodes):
+            if node.op is None:
+                continue
+            n_out = node.num_outputs()
+            out_grads = [grads.pop((id(node), i), None) for i in range(n_out)]
+            if all(g is None for g in out_grads):
+                continue
+            tracer.source = node
+            outputs = [traced((node, i)) for i in range(n_out)]
+            out_grads = [_zeros_like(o) if g is None else g for o, g in zip(outputs, out_grads)]
+            inputs = [traced(e) for e in node.inputs]
+            wanted = [x._node is not None and k not in node.op.nondiff_inputs for k, x in enumerate(inputs)]
+            try:
+                in_grads = node.op.grad(_RuleContext(node, tuple(inputs), tuple(outputs), is_train), *out_grads)
+            except _NotTraceable:
+                in_grads = _opaque(node, inputs, outputs, out_grads, wanted, is_train, ctx)
+            if len(in_grads) != len(inputs):
+                raise MXNetError(f"internal: gradient rule of {node.op.name} returned {len(in_grads)} gradients "
+                                 f"for {len(inputs)} inputs")
+            for x, g, want in zip(inputs, in_grads, wanted):
+                if g is None or not want:
+                    continue
+                if not isinstance(g, _Traced):
+                    raise MXNetError(f"internal: gradient rule of {node.op.name} returned a value outside the "
+                                     "traced graph")
+                _accumulate(grads, (id(x._entry[0]), x._entry[1]), g)
+    finally:
+        MODE.reset(token)
+    by_name = {n.name: n for n in nodes if n.op is None}
+    result = []
+    for name in wrt_names:
+        g = grads.get((id(by_name[name]), 0)) if name in by_name else None
+        result.append(None if g is None else g._entry)
+    return result, heads
+
+
+def _accumulate(grads, key, value):
+    old = grads.get(key)
+    grads[key] = value if old is None else old + value
+
+
+def _zeros_like(x):
+    from ..ops.common import call
+    return call("zeros_like", x)

@@ -1,0 +1,134 @@
+"""Compiles a Symbol into straight-line Python: one kernel call per node, no interpreter loop.
+
+The generated function takes the raw (numpy/cupy) buffers of the graph's inputs in a fixed order and returns the
+raw buffers of its outputs. Each line calls the registry kernel directly — the dispatch door, NDArray wrapping
+and taping are skipped, since the caller records the whole graph as one op — and each value is deleted after
+its last use, so only live activations are held. The source is readable (one comment per node with the op, the
+node name and the user's line; MIXNET_SHOW_CODE=1 prints it) and `CompiledGraph.source` keeps it.
+
+When a kernel raises, the graph is re-run through the interpreter (`executor.run_graph`), whose error names the
+node, its op, the shapes and dtypes and the user's source line.
+"""
+import os
+
+from ..base import MXNetError
+from ..ops import dispatch
+from .graph import topo_order
+
+__all__ = ["CompiledGraph"]
+
+SHOW_CODE = os.environ.get("MIXNET_SHOW_CODE", "").strip() not in ("", "0")
+_COUNTER = [0]
+
+
+class CompiledGraph:
+    """`CompiledGraph(symbol, input_names, ctx, creation_shapes)(arrays, is_train)` -> list of output buffers.
+
+    input_names fixes the order of the buffers passed in; every variable of the symbol must be among them.
+    creation_shapes: {id(node): shape} for creation ops whose declared shape has unknown (0) dims.
+    """
+
+    def __init__(self, symbol, input_names, ctx, creation_shapes=None):
+        self.symbol = symbol
+        self.input_names = list(input_names)
+        self.ctx = ctx
+        nodes = topo_order(symbol._outputs)
+        self.random = any(n.op is not None and n.op.random for n in nodes)
+        self.mutated = sorted({self.input_names.index(n.inputs[k][0].name) for n in nodes if n.op is not None
+                               for k in n.op.mutates if n.inputs[k][0].op is None})
+        self.source, namespace = _render(symbol, nodes, self.input_names, ctx, creation_shapes or {})
+        _COUNTER[0] += 1
+        filename = f"<mixnet graph {_COUNTER[0]}>"
+        exec(compile(self.source, filename, "exec"), namespace)       # noqa: S102 - our own generated source
+        self._run = namespace["graph"]
+        self._xp = ctx.xp
+        if SHOW_CODE:
+            print(f"# {filename}\n{self.source}")
+
+    def __call__(self, arrays, is_train):
+        rng = dispatch.RANDOM_STATE(self.ctx) if self.random else None
+        try:
+            return self._run(self._xp, is_train, rng, *arrays)
+        except Exception as err:
+            self._explain(arrays, is_train, err)
+            raise
+
+    def _explain(self, arrays, is_train, err):
+        """Re-runs the graph op by op so the error names the node and the user's line."""
+        from .. import autograd
+        from ..ndarray.ndarray import _wrap
+        from .executor import run_graph
+        values = {n: _wrap(a.copy(), self.ctx) for n, a in zip(self.input_names, arrays)}
+        scope = autograd.train_mode() if is_train else autograd.predict_mode()
+        with autograd.pause(train_mode=is_train), scope:
+            try:
+                run_graph(self.symbol, values, self.ctx)
+            except MXNetError as explained:
+                raise explained from None
+        if isinstance(err, MXNetError):
+            return
+        raise MXNetError(f"compiled graph failed: {type(err).__name__}: {err}") from err
+
+
+def _comment(node):
+    where = f"  [{node.location}]" if node.location else ""
+    return f"# {node.op.name} {node.name}{where}"
+
+
+def _render(symbol, nodes, input_names, ctx, creation_shapes):
+    """The source of `graph(xp, is_train, rng, *inputs)` and its globals (kernels and attribute dicts)."""
+    namespace = {}
+    value = {}                                    # (id(node), index) -> local name
+    for k, name in enumerate(input_names):
+        value[name] = f"i{k}"
+    remaining = {}                                # local name -> uses left
+    heads = [(node, index) for node, index in symbol._outputs]
+
+    def ref(src, index):
+        return value[src.name] if src.op is None else value[(id(src), index)]
+
+    for node in nodes:
+        for src, index in node.inputs:
+            remaining[ref_key(src, index)] = remaining.get(ref_key(src, index), 0) + 1
+    pinned = {ref_key(n, i) for n, i in heads}
+    lines = ["def graph(xp, is_train, rng, " + ", ".join(f"i{k}" for k in range(len(input_names))) + "):"]
+    for k, node in enumerate(nodes):
+        if node.op is None:
+            if node.name not in value:
+                raise MXNetError(f"compile: no input named {node.name!r} (inputs: {input_names})")
+            continue
+        op = node.op
+        attrs = dict(node.attrs)
+        if op.creates:
+            if id(node) in creation_shapes:
+                attrs["shape"] = creation_shapes[id(node)]
+            if "ctx" in op.attrs and attrs.get("ctx") is None:
+                attrs["ctx"] = ctx
+        namespace[f"K{k}"], namespace[f"A{k}"] = op.kernel, attrs
+        args = ["xp"] + [ref(src, index) for src, index in node.inputs]
+        if op.train_aware:
+            args.append("is_train=is_train")
+        if op.random:
+            args.append("rng=rng")
+        n_out = node.num_outputs()
+        outs = [f"v{k}"] if n_out == 1 else [f"v{k}_{j}" for j in range(n_out)]
+        for j, name in enumerate(outs):
+            value[(id(node), j)] = name
+        target = outs[0] if n_out == 1 else ", ".join(outs)
+        lines.append(f"    {target} = K{k}({', '.join(args)}, **A{k})  {_comment(node)}")
+        dead = []
+        for src, index in node.inputs:
+            key = ref_key(src, index)
+            remaining[key] -= 1
+            if not remaining[key] and key not in pinned and src.op is not None:
+                dead.append(ref(src, index))
+        unused = [name for j, name in enumerate(outs) if not remaining.get((id(node), j))
+                  and (id(node), j) not in pinned]
+        if dead or unused:
+            lines.append(f"    del {', '.join(dict.fromkeys(dead + unused))}")
+    lines.append("    return (" + "".join(f"{ref(n, i)}, " for n, i in heads) + ")")
+    return "\n".join(lines) + "\n", namespace
+
+
+def ref_key(src, index):
+    return src.name if src.op is None else (id(src), index)
