@@ -18,6 +18,7 @@ import math
 from numbers import Number
 
 from ..base import MXNetError
+from . import cached_graph
 from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
@@ -69,7 +70,11 @@ class Loss(HybridBlock):
         return f"{type(self).__name__}(batch_axis={self._batch_axis}, w={self._weight})"
 
     def forward(self, *args, **kwargs):
-        from .. import ndarray as F
+        # losses have no parameters, but take keyword inputs (sample_weight), so they pick F themselves
+        if cached_graph.TRACING.get():
+            from .. import symbol as F
+        else:
+            from .. import ndarray as F
         return self.hybrid_forward(F, *args, **kwargs)
 
     def hybrid_forward(self, F, x, *args, **kwargs):

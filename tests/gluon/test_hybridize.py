@@ -309,3 +309,97 @@ def test_array_constants_inside_forward_fall_back_to_eager():
     block.hybridize()
     with pytest.warns(UserWarning, match="array constant created inside forward at .*test_hybridize.py"):
         assert block(nd.ones((3,))).asnumpy().tolist() == [2, 2, 2]
+
+
+# ---------------------------------------------------------------------------------------------- the CachedOp
+def _mlp():
+    net = nn.HybridSequential(prefix="m_")
+    with net.name_scope():
+        net.add(nn.Dense(6, activation="tanh", in_units=4), nn.Dense(3, in_units=6))
+    net.initialize(mx.init.Xavier())
+    return net
+
+
+def test_a_hybridized_call_is_one_tape_node_with_a_compiled_backward():
+    net = _mlp()
+    net.hybridize()
+    x = nd.random.uniform(shape=(5, 4))
+    with autograd.record():
+        y = net(x)
+    assert y._node.op.name == "_CachedOp"
+    assert y._node.inputs and all(i._node is not None for i in y._node.inputs)   # only what is differentiated
+    (plan,) = net._last_graph._training.values()
+    assert plan.wrt == [n for n in net._last_graph.names if n != "data"]          # x has no attach_grad
+    source = plan.backward.compiled.source                       # readable: one commented line per node
+    assert "# _fc_weight_grad" in source
+    backward_ops = [n.op.name for n in plan.backward.symbol._nodes() if n.op is not None]
+    assert backward_ops.count("_fc_data_grad") == 1              # the second layer's only: x needs no gradient
+    y.backward()
+    grads = {k: p.grad().asnumpy().copy() for k, p in net.collect_params().items()}
+    eager = _mlp()
+    for name, p in eager.collect_params().items():
+        p.set_data(net.collect_params()[name].data())
+    with autograd.record():
+        eager(x).backward()
+    for k, p in eager.collect_params().items():
+        np.testing.assert_allclose(grads[k], p.grad().asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_higher_order_gradients_through_a_hybridized_block():
+    class Cube(gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return F.sin(x) * x * x
+
+    x = nd.array([0.3, -1.2, 2.0])
+    results = []
+    for hybrid in (False, True):
+        block = Cube()
+        if hybrid:
+            block.hybridize()
+        xx = x.copy()
+        xx.attach_grad()
+        with autograd.record():
+            y = block(xx)
+            (dy,) = autograd.grad(y, [xx], create_graph=True)
+            z = dy.sum()
+        z.backward()
+        results.append((dy.asnumpy(), xx.grad.asnumpy()))
+    xs = x.asnumpy()
+    np.testing.assert_allclose(results[1][0], np.cos(xs) * xs ** 2 + 2 * xs * np.sin(xs), rtol=1e-5)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5)
+
+
+def test_hybridized_loss_and_training_step_match_eager():
+    x = nd.random.uniform(shape=(8, 4))
+    label = nd.array([0, 1, 2, 0, 1, 2, 0, 1])
+    losses = []
+    for hybrid in (False, True):
+        mx.random.seed(0)
+        net = _mlp()
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        if hybrid:
+            net.hybridize()
+            loss_fn.hybridize()
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5})
+        trace = []
+        for _ in range(3):
+            with autograd.record():
+                loss = loss_fn(net(x), label)
+            loss.backward()
+            trainer.step(8)
+            trace.append(loss.mean().asscalar())
+        losses.append(trace)
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    assert losses[1][2] < losses[1][0]
+
+
+def test_errors_inside_compiled_graphs_name_the_node_and_line():
+    class Bad(gluon.HybridBlock):
+        def hybrid_forward(self, F, x, y):
+            return F.dot(x, y)          # the shapes only clash at run time, for the second signature
+
+    block = Bad()
+    block.hybridize()
+    block(nd.ones((2, 3)), nd.ones((3, 4)))
+    with pytest.raises(mx.MXNetError, match=r"dot.*\(2, 3\).*\n?.*test_hybridize.py:\d+"):
+        block(nd.ones((2, 3)), nd.ones((2, 4)))
