@@ -241,10 +241,17 @@ def _sweep(order, grads, leaves):
                 leaves[id(x)] = x
 
 
+class NotTraceable(MXNetError):
+    """Raised when code that needs recorded values runs while graph-mode autodiff traces a gradient rule; the
+    rule then runs eagerly inside the compiled backward instead (mixnet/symbol/autodiff.py)."""
+
+
 def local_gradients(heads, head_grads, stops):
     """Gradients of `heads` w.r.t. the recorded arrays `stops`, through only the tape between them, in the
     current mode. For gradient rules that re-run a composite forward with mixnet ops (RNN): the sweep must not
     continue past the op's own inputs into the outer graph. Returns one gradient (or None) per stop."""
+    if MODE.get().tracer is not None:
+        raise NotTraceable("autograd.local_gradients needs a recorded tape, not a traced graph")
     grads = {}
     for h, g in zip(heads, head_grads):
         if g is not None and isinstance(h._node, TapeNode):

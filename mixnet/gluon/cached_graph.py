@@ -93,9 +93,9 @@ class CachedGraph:
         from .. import symbol
         flat, structure = flatten(args)
         self.in_structure = structure
-        self.input_names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
-        sym_inputs = [symbol.var(n) for n in self.input_names]
-        shapes = {n: tuple(a.shape) for n, a in zip(self.input_names, flat)}
+        input_names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
+        sym_inputs = [symbol.var(n) for n in input_names]
+        shapes = {n: tuple(a.shape) for n, a in zip(input_names, flat)}
         shapes.update((name, tuple(p.shape)) for name, p in block.collect_params().items() if p.shape)
         token, shapes_token = TRACING.set(True), TRACE_SHAPES.set(shapes)
         try:
@@ -104,14 +104,29 @@ class CachedGraph:
             TRACE_SHAPES.reset(shapes_token)
             TRACING.reset(token)
         outs, self.out_structure = flatten(out, _symbol_leaf, "a hybridized forward returns arrays or lists")
-        self.symbol = outs[0] if len(outs) == 1 else symbol.Group(outs)       # as traced (what export writes)
-        self.plan = passes.run(self.symbol, cached_op.GRAPH_PASSES)           # what check mode interprets
-        self.param_names = [n for n in self.symbol.list_inputs() if n not in self.input_names]
+        traced = outs[0] if len(outs) == 1 else symbol.Group(outs)
         params = block.collect_params()
-        missing = [n for n in self.param_names if n not in params]
+        missing = [n for n in traced.list_inputs() if n not in input_names and n not in params]
         if missing:
             raise MXNetError(f"{type(block).__name__} {block.name!r}: the traced graph uses {missing}, which "
                              "are not parameters of this block (was a parameter created inside forward?)")
+        self._prepare(traced, input_names, params, flat)
+
+    @classmethod
+    def from_symbol(cls, symbol, input_names, params, flat):
+        """A graph for an existing Symbol (SymbolBlock): inputs `input_names` take `flat`, in order; every other
+        variable is read from params ({name: Parameter}). Outputs come back as a list."""
+        graph = cls.__new__(cls)
+        graph.in_structure = None
+        graph.out_structure = ("list", ("x",) * len(symbol._outputs))
+        graph._prepare(symbol, list(input_names), params, flat)
+        return graph
+
+    def _prepare(self, symbol, input_names, params, flat):
+        self.symbol = symbol                                                   # as traced (what export writes)
+        self.plan = passes.run(symbol, cached_op.GRAPH_PASSES)                 # what check mode interprets
+        self.input_names = input_names
+        self.param_names = [n for n in symbol.list_inputs() if n not in input_names]
         self.params = [params[n] for n in self.param_names]
         self.names = self.input_names + self.param_names
         self.ctx = flat[0].context if flat else current_context()

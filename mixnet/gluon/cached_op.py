@@ -183,9 +183,7 @@ def _rebuild(grads, forward_ids, saved_vars):
 
 
 def _backward_types(symbol, order, heads, shapes, dtypes):
-    from ..symbol.infer import infer_graph
-    nodes = topo_order(symbol._outputs)
-    eshape, edtype = infer_graph(nodes, shapes, dtypes, False)
+    eshape, edtype = autodiff.exact_types(symbol, shapes, dtypes)
     bshapes, bdtypes = {}, {}
     for name in heads:
         node, index = symbol._outputs[int(name[len(autodiff.head_grad_name(0)) - 1:])]

@@ -1,16 +1,17 @@
 """`SymbolBlock`: a Gluon block that runs a Symbol graph, e.g. a model exported by MXNet (`-symbol.json` +
 `.params`). Every graph input that is not a data input becomes a Parameter (auxiliary states, such as BatchNorm's
-running statistics, get grad_req 'null'). The forward interprets the graph through the dispatch door under the
-caller's autograd scope, so gradients with respect to inputs and parameters work as for any block."""
+running statistics, get grad_req 'null'). The forward runs the graph compiled, as a hybridized block's does
+(gluon/cached_op.py: one plan per input signature, one tape node per call), so gradients with respect to inputs
+and parameters work as for any block."""
 import numpy as np
 
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 from ..serialization import DTYPE_CODES
 from .. import symbol as symbol_module
-from ..symbol.executor import run_graph
 from ..symbol.infer import known
 from ..ops.attrs import parse_shape
+from . import cached_graph
 from .block import HybridBlock
 from .parameter import DeferredInitializationError, ParameterDict
 
@@ -106,11 +107,12 @@ class SymbolBlock(HybridBlock):
             if not isinstance(a, NDArray):
                 raise MXNetError(f"SymbolBlock input {name!r} must be an NDArray, got {type(a).__name__}")
         self._finish_shapes(args)
-        ctx = args[0].context if args else None
-        values = dict(zip(self._input_names, args))
-        for name, p in self._reg_params.items():
-            values[name] = p.data(ctx)
-        outs = run_graph(self._symbol, values, ctx)
+        key = cached_graph.signature(list(args), None)
+        graph = self._cached_graphs.get(key)
+        if graph is None:
+            graph = self._cached_graphs[key] = cached_graph.CachedGraph.from_symbol(
+                self._symbol, self._input_names, self._reg_params, args)
+        outs = graph.run(self, args)
         return outs[0] if len(outs) == 1 else outs
 
     def hybrid_forward(self, F, x, *args, **kwargs):

@@ -28,7 +28,7 @@ def head_grad_name(index):
     return f"_head_grad{index}"
 
 
-class _NotTraceable(MXNetError):
+class _NotTraceable(autograd.NotTraceable):
     """A gradient rule asked for values while being traced."""
 
 
@@ -159,6 +159,29 @@ def _needs_grad(nodes, wrt):
     return needed
 
 
+def exact_types(symbol, shapes, dtypes):
+    """Every entry's shape and dtype, from complete input shapes (a 0 is a real size here, not MXNet's
+    'unknown'): the registry's inference node by node; creation ops with unknown dims ask the graph's consumers."""
+    from .executor import creation_shapes
+    eshape, edtype = {}, {}
+    pending = None
+    nodes = topo_order(symbol._outputs)
+    for node in nodes:
+        if node.op is None:
+            eshape[(id(node), 0)], edtype[(id(node), 0)] = tuple(shapes[node.name]), np.dtype(dtypes[node.name])
+            continue
+        attrs = node.attrs
+        if node.op.creates and 0 in tuple(attrs.get("shape", (1,))):
+            if pending is None:
+                pending = creation_shapes(symbol, shapes, dtypes)
+            attrs = dict(attrs, shape=pending[id(node)])
+        out_shapes, out_dtypes = common.infer(node.op, [eshape[(id(s), i)] for s, i in node.inputs],
+                                              [edtype[(id(s), i)] for s, i in node.inputs], attrs)
+        for k, (shape, dtype) in enumerate(zip(out_shapes, out_dtypes)):
+            eshape[(id(node), k)], edtype[(id(node), k)] = tuple(shape), np.dtype(dtype)
+    return eshape, edtype
+
+
 def gradient(symbol, wrt, shapes, dtypes, is_train, ctx=None):
     """The gradients of `symbol`'s outputs w.r.t. the variables named in `wrt`, as graph entries.
 
@@ -167,13 +190,9 @@ def gradient(symbol, wrt, shapes, dtypes, is_train, ctx=None):
     recomputed) and the variables in heads, {output index: variable `_head_grad{i}`}, each carrying that output's
     incoming gradient. shapes/dtypes: {variable name: shape/dtype} for every variable of `symbol`.
     """
-    from .infer import infer_graph
     ctx = ctx or cpu()
     nodes = topo_order(symbol._outputs)
-    eshape, edtype = infer_graph(nodes, shapes, dtypes, False)
-    missing = [(n.name, i) for n in nodes for i in range(n.num_outputs()) if (id(n), i) not in eshape]
-    if missing:
-        raise MXNetError(f"autodiff: the shapes of {missing[:3]} are unknown; give every input's shape")
+    eshape, edtype = exact_types(symbol, shapes, dtypes)
     wrt_names = list(wrt)
     needed = _needs_grad(nodes, set(wrt_names))
 
@@ -205,7 +224,7 @@ def gradient(symbol, wrt, shapes, dtypes, is_train, ctx=None):
             wanted = [x._node is not None and k not in node.op.nondiff_inputs for k, x in enumerate(inputs)]
             try:
                 in_grads = node.op.grad(_RuleContext(node, tuple(inputs), tuple(outputs), is_train), *out_grads)
-            except _NotTraceable:
+            except autograd.NotTraceable:
                 in_grads = _opaque(node, inputs, outputs, out_grads, wanted, is_train, ctx)
             if len(in_grads) != len(inputs):
                 raise MXNetError(f"internal: gradient rule of {node.op.name} returned {len(in_grads)} gradients "

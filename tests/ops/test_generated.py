@@ -3,7 +3,7 @@
 1. forward vs the op's independent numpy reference;
 2. gradient vs central finite differences (float64);
 3. second-order gradient (the gradient of <grad, v>) vs finite differences of the first-order gradient.
-The eager-vs-hybridized and fused-vs-unfused equivalences join this file when hybridize and fusion land.
+The eager-vs-compiled and fused-vs-unfused equivalences are generated in test_compiled.py.
 """
 import numpy as np
 import pytest
