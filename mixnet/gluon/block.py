@@ -454,6 +454,8 @@ class HybridBlock(Block):
                 arrays["arg:" + name] = param.list_data()[0]
             elif name in aux:
                 arrays["aux:" + name] = param.list_data()[0]
+        for name, value in graph.constants.items():       # arrays made inside forward: plain arguments
+            arrays["arg:" + name] = value
         nd_save(params_file, arrays)
         return symbol_file, params_file
 

@@ -19,7 +19,7 @@ from ..context import current_context
 from ..ndarray.ndarray import NDArray, _wrap
 from ..symbol import passes
 from ..symbol.contrib import TRACE_SHAPES
-from ..symbol.symbol import EagerFallback
+from ..symbol.symbol import TRACE_CONSTANTS, EagerFallback
 from . import cached_op
 from .check_mode import checked_call
 
@@ -85,6 +85,17 @@ def signature(flat, structure):
             autograd.is_training())
 
 
+class _Constant:
+    """An array made inside a traced forward, read by the graph like a parameter (never differentiated)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def data(self, ctx=None):
+        return self.value
+
+
 class CachedGraph:
     """One traced graph: the symbol, its input names, how to regroup its outputs, and its compiled plans
     (gluon/cached_op.py): one for inference, one per gradient mask for recorded calls, each made on first use."""
@@ -97,20 +108,22 @@ class CachedGraph:
         sym_inputs = [symbol.var(n) for n in input_names]
         shapes = {n: tuple(a.shape) for n, a in zip(input_names, flat)}
         shapes.update((name, tuple(p.shape)) for name, p in block.collect_params().items() if p.shape)
-        token, shapes_token = TRACING.set(True), TRACE_SHAPES.set(shapes)
+        constants = {}
+        tokens = TRACING.set(True), TRACE_SHAPES.set(shapes), TRACE_CONSTANTS.set(constants)
         try:
             out = block.forward(*unflatten(list(sym_inputs), structure))
         finally:
-            TRACE_SHAPES.reset(shapes_token)
-            TRACING.reset(token)
+            for var, token in zip((TRACING, TRACE_SHAPES, TRACE_CONSTANTS), tokens):
+                var.reset(token)
         outs, self.out_structure = flatten(out, _symbol_leaf, "a hybridized forward returns arrays or lists")
         traced = outs[0] if len(outs) == 1 else symbol.Group(outs)
         params = block.collect_params()
-        missing = [n for n in traced.list_inputs() if n not in input_names and n not in params]
+        missing = [n for n in traced.list_inputs() if n not in input_names and n not in params
+                   and n not in constants]
         if missing:
             raise MXNetError(f"{type(block).__name__} {block.name!r}: the traced graph uses {missing}, which "
                              "are not parameters of this block (was a parameter created inside forward?)")
-        self._prepare(traced, input_names, params, flat)
+        self._prepare(traced, input_names, params, flat, constants)
 
     @classmethod
     def from_symbol(cls, symbol, input_names, params, flat):
@@ -119,17 +132,18 @@ class CachedGraph:
         graph = cls.__new__(cls)
         graph.in_structure = None
         graph.out_structure = ("list", ("x",) * len(symbol._outputs))
-        graph._prepare(symbol, list(input_names), params, flat)
+        graph._prepare(symbol, list(input_names), params, flat, {})
         return graph
 
-    def _prepare(self, symbol, input_names, params, flat):
+    def _prepare(self, symbol, input_names, params, flat, constants):
         self.symbol = symbol                                                   # as traced (what export writes)
         self.plan = passes.run(symbol, cached_op.GRAPH_PASSES)                 # what check mode interprets
         self.input_names = input_names
-        self.param_names = [n for n in symbol.list_inputs() if n not in input_names]
-        self.params = [params[n] for n in self.param_names]
-        self.names = self.input_names + self.param_names
         self.ctx = flat[0].context if flat else current_context()
+        self.constants = {n: c.as_in_context(self.ctx) for n, c in constants.items()}
+        self.param_names = [n for n in symbol.list_inputs() if n not in input_names]
+        self.params = [_Constant(self.constants[n]) if n in self.constants else params[n] for n in self.param_names]
+        self.names = self.input_names + self.param_names
         self.is_train = autograd.is_training()
         self.shapes = {n: tuple(a.shape) for n, a in zip(self.input_names, flat)}
         self.dtypes = {n: np.dtype(a.dtype) for n, a in zip(self.input_names, flat)}

@@ -5,6 +5,7 @@ between Symbols broadcast (they map to `broadcast_add` etc., as NDArray's do; MX
 `elemwise_add`). Node names stay MXNet's (`_plus0`, `_mulscalar0`). `print(sym)` shows one line per node with
 its op, inputs, attributes and the user's `file:line` (repr stays MXNet's `<Symbol name>`).
 """
+import contextvars
 import os
 import tempfile
 
@@ -26,9 +27,30 @@ __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson"
 _INPUT_INIT = {("BatchNorm", "moving_mean"): '["zero", {}]', ("BatchNorm", "moving_var"): '["one", {}]'}
 
 
+# {variable name: NDArray} while hybridize traces: arrays made inside forward become constant inputs of the graph
+TRACE_CONSTANTS = contextvars.ContextVar("mixnet_trace_constants", default=None)
+
+
+def _is_array(value):
+    return type(value).__name__ == "NDArray" or isinstance(value, np.ndarray)
+
+
+def constant(value):
+    """A graph input holding `value`, an array made inside a traced forward (e.g. `x + mx.nd.ones((3,))`). The
+    trace keeps the value; the graph reads it like a frozen parameter, and export() writes it as one."""
+    constants = TRACE_CONSTANTS.get()
+    if constants is None:
+        raise MXNetError(f"an NDArray cannot be combined with a Symbol outside hybridize() (at {user_location()}); "
+                         "make it a variable (mx.sym.var) and bind its value")
+    from ..ndarray.ndarray import array
+    name = name_module.NameManager.current().get(None, "const")
+    constants[name] = value.copy() if type(value).__name__ == "NDArray" else array(value, dtype=value.dtype)
+    return Symbol([(Node(None, name, {}, {}, (), user_location()), 0)])
+
+
 class EagerFallback(MXNetError):
-    """Raised while hybridize traces, by constructs a traced graph cannot hold yet (array constants made inside
-    forward, contrib.cond / while_loop); the block then runs eagerly, with a warning naming the line."""
+    """Raised while hybridize traces, by constructs a traced graph cannot hold yet; the block then runs eagerly,
+    with a warning naming the line."""
 
 
 class Symbol:
@@ -252,8 +274,9 @@ class Symbol:
             return create_node(array_op, [lhs, rhs], {}, name_hint=hint)
         if isinstance(other, (int, float, np.number, bool)) and not isinstance(other, np.ndarray):
             return create_node(scalar_op, [self], {"scalar": other}, name_hint=scalar_hint)
-        if type(other).__name__ == "NDArray" or isinstance(other, np.ndarray):
-            raise EagerFallback(f"an array constant created inside forward at {user_location()}")
+        if _is_array(other):
+            lhs, rhs = (constant(other), self) if reverse else (self, constant(other))
+            return create_node(array_op, [lhs, rhs], {}, name_hint=hint)
         return NotImplemented
 
     def __add__(self, o):
@@ -400,6 +423,8 @@ def _call(public_name, *args, **kwargs):
 def _symbol_inputs(op, entries):
     out = []
     for x in entries:
+        if _is_array(x) and TRACE_CONSTANTS.get() is not None:
+            x = constant(x)
         if not isinstance(x, Symbol):
             raise MXNetError(f"{op.name}: inputs must be Symbols, got {type(x).__name__}")
         if len(x._outputs) != 1:
@@ -442,7 +467,10 @@ def create_node(op_name, inputs, given, name=None, attr=None, name_hint=None, mi
 def bind_symbol_arguments(op, args, kwargs):
     """A call's arguments -> (inputs, raw attributes, missing input names) by MXNet's convention
     (ops/binding.py); inputs not given are auto-created as variables, as MXNet does."""
-    inputs, given, names = bind_call(op, args, kwargs, lambda v: isinstance(v, Symbol), named_variadic=True)
+    tracing = TRACE_CONSTANTS.get() is not None
+    inputs, given, names = bind_call(op, args, kwargs,
+                                     lambda v: isinstance(v, Symbol) or (tracing and _is_array(v)),
+                                     named_variadic=True)
     if names is None:
         if "num_args" in op.attrs and "num_args" not in given:
             given["num_args"] = len(inputs)

@@ -304,11 +304,27 @@ class WithConstant(gluon.HybridBlock):
         return x + mx.nd.ones((3,))           # an array made inside forward: a constant
 
 
-def test_array_constants_inside_forward_fall_back_to_eager():
+def test_array_constants_inside_forward_become_graph_constants(tmp_path):
     block = WithConstant()
     block.hybridize()
-    with pytest.warns(UserWarning, match="array constant created inside forward at .*test_hybridize.py"):
-        assert block(nd.ones((3,))).asnumpy().tolist() == [2, 2, 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # no eager fallback
+        x = nd.array([1.0, 2.0, 3.0])
+        x.attach_grad()
+        with autograd.record():
+            y = block(x)
+        y.backward()
+    assert y.asnumpy().tolist() == [2, 3, 4] and x.grad.asnumpy().tolist() == [1, 1, 1]
+    const = [n for n in block._last_graph.symbol.list_arguments() if n != "data"]
+    assert len(const) == 1 and const[0].startswith("const")
+    sym_file, params_file = block.export(str(tmp_path / "const"))
+    imported = gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
+    assert imported(nd.array([0.0, 1.0, 2.0])).asnumpy().tolist() == [1, 2, 3]
+
+
+def test_ndarray_and_symbol_do_not_mix_outside_hybridize():
+    with pytest.raises(mx.MXNetError, match="outside hybridize"):
+        mx.sym.var("x") + nd.ones((3,))
 
 
 # ---------------------------------------------------------------------------------------------- the CachedOp
