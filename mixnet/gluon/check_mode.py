@@ -93,24 +93,49 @@ def _grads(outputs, variables):
     return autograd.grad(heads, variables, head_grads=weights, retain_graph=True)
 
 
-def checked_call(block, graph, args, flat, eager_call):
-    """One checked call: eager and compiled runs compared; returns the compiled result."""
+def _params(block):
+    names = [n for n, p in block.collect_params().items() if p.grad_req != "null" and p._data]
+    return names, [block.collect_params()[n] for n in names]
+
+
+def _compare_gradients(block, ctx, eager_out, other_out, what):
     from .cached_graph import flatten
+    names, params = _params(block)
+    arrays = [p.data(ctx) for p in params]
+    ge, go = _grads(flatten(eager_out)[0], arrays), _grads(flatten(other_out)[0], arrays)
+    for name, a, b in zip(names, ge or [], go or []):
+        if not np.allclose(a.asnumpy(), b.asnumpy(), rtol=RTOL, atol=ATOL, equal_nan=True):
+            return f"the gradient of parameter {name!r} differs between the eager and the {what} run"
+    return None
+
+
+def _compare_outputs(eager_out, other_out, what):
+    from .cached_graph import flatten
+    for k, (a, b) in enumerate(zip(flatten(eager_out)[0], flatten(other_out)[0])):
+        if not np.allclose(a.asnumpy(), b.asnumpy(), rtol=RTOL, atol=ATOL, equal_nan=True):
+            diff = np.nanmax(np.abs(a.asnumpy().astype(np.float64) - b.asnumpy())) if a.size else 0.0
+            return f"output {k} of the {what} run differs from the eager one (max |diff| = {diff:.3g})"
+    return None
+
+
+def checked_call(block, graph, args, flat, eager_call):
+    """One checked call: eager, interpreted (op by op) and compiled runs compared, forward and gradients;
+    returns the compiled result."""
     ctx = flat[0].context if flat else None
     snapshot = _snapshot(block, ctx)
     eager_out, eager_calls = _observe(lambda: eager_call(block, args))
     _restore(snapshot)
     graph_out, graph_calls = _observe(lambda: graph.interpret(block, flat))
     problem = _first_divergence(graph, eager_calls, graph_calls)
-    if problem is None and autograd.is_recording():
-        params = [p.data(ctx) for p in block.collect_params().values() if p.grad_req != "null" and p._data]
-        eager_flat, graph_flat = flatten(eager_out)[0], flatten(graph_out)[0]
-        ge, gg = _grads(eager_flat, params), _grads(graph_flat, params)
-        names = [n for n, p in block.collect_params().items() if p.grad_req != "null" and p._data]
-        for name, a, b in zip(names, ge or [], gg or []):
-            if not np.allclose(a.asnumpy(), b.asnumpy(), rtol=RTOL, atol=ATOL, equal_nan=True):
-                problem = f"the gradient of parameter {name!r} differs between eager and compiled runs"
-                break
+    recording = autograd.is_recording()
+    if problem is None and recording:
+        problem = _compare_gradients(block, ctx, eager_out, graph_out, "graph")
+    _restore(snapshot)
+    compiled_out = graph.run(block, flat)       # the plan calls really use: fused kernels, compiled backward
+    if problem is None:
+        problem = _compare_outputs(eager_out, compiled_out, "compiled")
+    if problem is None and recording:
+        problem = _compare_gradients(block, ctx, eager_out, compiled_out, "compiled")
     if problem is not None:
         raise HybridizeCheckError(f"{type(block).__name__} {block.name!r}: hybridize check failed: {problem}")
-    return graph_out
+    return compiled_out
