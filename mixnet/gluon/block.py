@@ -406,8 +406,12 @@ class HybridBlock(Block):
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False, static_shape=False,
                   inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, check=None, **kwargs):
         """Compiles the block: each new input signature is traced once into a graph (see cached_graph.py),
-        later calls run the cached graph. Results are identical to eager ones. static_alloc/static_shape and
-        the bulk sizes are accepted; memory planning honours them once it lands.
+        later calls run the cached graph, compiled. Results are identical to eager ones.
+
+        static_alloc=True: values inside a call that fused kernels compute get planned buffers, allocated once
+        and reused by every call (co-shared when their lifetimes do not overlap); outputs are always fresh
+        arrays. A plan's memory_report() compares planned and naive bytes. static_shape, inline_limit and the
+        bulk sizes are accepted for MXNet compatibility (every signature is already planned once).
 
         check=True (or an int n; env MIXNET_HYBRIDIZE_CHECK=1): the first n calls (default 2) also run eagerly
         and compare op by op, forward and gradients, raising HybridizeCheckError at the first divergence."""

@@ -123,19 +123,19 @@ class CachedGraph:
         if missing:
             raise MXNetError(f"{type(block).__name__} {block.name!r}: the traced graph uses {missing}, which "
                              "are not parameters of this block (was a parameter created inside forward?)")
-        self._prepare(traced, input_names, params, flat, constants)
+        self._prepare(traced, input_names, params, flat, constants, block._flags.get("static_alloc", False))
 
     @classmethod
-    def from_symbol(cls, symbol, input_names, params, flat):
+    def from_symbol(cls, symbol, input_names, params, flat, static_alloc=False):
         """A graph for an existing Symbol (SymbolBlock): inputs `input_names` take `flat`, in order; every other
         variable is read from params ({name: Parameter}). Outputs come back as a list."""
         graph = cls.__new__(cls)
         graph.in_structure = None
         graph.out_structure = ("list", ("x",) * len(symbol._outputs))
-        graph._prepare(symbol, list(input_names), params, flat, {})
+        graph._prepare(symbol, list(input_names), params, flat, {}, static_alloc)
         return graph
 
-    def _prepare(self, symbol, input_names, params, flat, constants):
+    def _prepare(self, symbol, input_names, params, flat, constants, static_alloc):
         self.symbol = symbol                                                   # as traced (what export writes)
         self.plan = passes.run(symbol, cached_op.GRAPH_PASSES)                 # what check mode interprets
         self.input_names = input_names
@@ -152,6 +152,7 @@ class CachedGraph:
             self.shapes[name], self.dtypes[name] = tuple(data.shape), np.dtype(data.dtype)
         # fusion runs on CPU; GPU graphs run their kernels op by op until the CUDA backend is wired in
         self.fusion = FUSE and self.ctx.device_type == "cpu"
+        self.static_alloc = bool(static_alloc)
         self._inference = None
         self._training = {}
 
@@ -159,14 +160,15 @@ class CachedGraph:
     def inference(self):
         if self._inference is None:
             self._inference = cached_op.InferencePlan(self.plan, self.names, self.shapes, self.dtypes, self.ctx,
-                                                      self.fusion)
+                                                      self.fusion, self.static_alloc)
         return self._inference
 
     def training(self, mask):
         plan = self._training.get(mask)
         if plan is None:
             plan = self._training[mask] = cached_op.TrainingPlan(self.plan, self.names, mask, self.shapes,
-                                                                 self.dtypes, self.ctx, self.is_train, self.fusion)
+                                                                 self.dtypes, self.ctx, self.is_train, self.fusion,
+                                                                 self.static_alloc)
         return plan
 
     def _inputs(self, flat):

@@ -17,12 +17,14 @@ differentiate that, so every order works exactly as eagerly.
 """
 import copy
 
+import numpy as np
+
 from .. import autograd
 from .. import random as mx_random
 from ..ndarray.ndarray import _wrap
 from ..ops.common import call
 from ..ops.registry import OpDef
-from ..symbol import autodiff, passes
+from ..symbol import autodiff, memory, passes
 from ..symbol.compile import CompiledGraph
 from ..symbol.executor import creation_shapes, run_graph
 from ..symbol.fuse import fuse
@@ -45,19 +47,46 @@ def _fused_count(symbol):
 
 
 class InferencePlan:
-    def __init__(self, symbol, names, shapes, dtypes, ctx, fusion):
+    """One graph, optimized and compiled. With static_alloc, outputs of ops that can write into given buffers
+    and that stay inside the call get planned buffers (symbol/memory.py), allocated once and reused."""
+
+    def __init__(self, symbol, names, shapes, dtypes, ctx, fusion, static_alloc=False):
         self.symbol = optimize(symbol, shapes, dtypes, fusion)
         self.fused_groups = _fused_count(self.symbol)
-        self.compiled = CompiledGraph(self.symbol, names, ctx, creation_shapes(self.symbol, shapes, dtypes))
+        self._types = autodiff.exact_types(self.symbol, shapes, dtypes)
+        buffers, self._slots = {}, None
+        if static_alloc:
+            buffers, self._slots = _static_buffers(self.symbol, *self._types, ctx)
+        self.compiled = CompiledGraph(self.symbol, names, ctx, creation_shapes(self.symbol, shapes, dtypes),
+                                      buffers)
 
     def run(self, arrays, is_train):
         return self.compiled(arrays, is_train)
+
+    def memory_report(self):
+        """Bytes: 'naive' (every intermediate kept), 'peak' (most live at once in the compiled schedule),
+        'outputs' (returned), 'planned' (static buffers, None without static_alloc)."""
+        return memory.report(self.symbol, *self._types, self._slots)
+
+
+def _static_buffers(symbol, eshape, edtype, ctx):
+    heads = {(id(n), i) for n, i in symbol._outputs}
+    eligible = [(id(n), i) for n in symbol._nodes() if n.op is not None and n.op.writes_out
+                for i in range(n.num_outputs()) if (id(n), i) not in heads]
+    slot_of, slots = memory.assign_buffers(symbol, eshape, edtype, eligible)
+    arenas = [ctx.xp.empty(size, dtype=np.uint8) for size in slots]
+    views = {}
+    for key, slot in slot_of.items():
+        dtype, shape = np.dtype(edtype[key]), eshape[key]
+        count = int(np.prod(shape, dtype=np.int64))
+        views[key] = arenas[slot][:count * dtype.itemsize].view(dtype).reshape(shape)
+    return views, slots
 
 
 class TrainingPlan:
     """Forward and backward of one graph for one gradient mask, compiled."""
 
-    def __init__(self, symbol, names, mask, shapes, dtypes, ctx, is_train, fusion):
+    def __init__(self, symbol, names, mask, shapes, dtypes, ctx, is_train, fusion, static_alloc=False):
         self.plan = symbol
         self.names = names
         self.wrt = [n for n, m in zip(names, mask) if m]
@@ -81,7 +110,7 @@ class TrainingPlan:
         saved_ops = [e for e in saved if e[0].op is not None]
         self.saved_inputs = [names.index(e[0].name) for e in saved if e[0].op is None]
         forward = Symbol(list(symbol._outputs) + saved_ops)
-        self.forward = InferencePlan(forward, names, shapes, dtypes, ctx, fusion)
+        self.forward = InferencePlan(forward, names, shapes, dtypes, ctx, fusion, static_alloc)
         # the backward graph: forward entries become variables `_saved{k}` in the order the forward returns them
         order = saved_ops + [e for e in saved if e[0].op is None]
         saved_vars = {(id(n), i): Node(None, f"_saved{k}") for k, (n, i) in enumerate(order)}
@@ -92,7 +121,8 @@ class TrainingPlan:
         self.grad_present = present
         bshapes, bdtypes = _backward_types(symbol, order, heads, shapes, dtypes)
         bnames = heads + [f"_saved{k}" for k in range(len(order))]
-        self.backward = InferencePlan(backward, bnames, bshapes, bdtypes, ctx, fusion) if backward is not None else None
+        self.backward = (InferencePlan(backward, bnames, bshapes, bdtypes, ctx, fusion, static_alloc)
+                         if backward is not None else None)
         self.random = self.forward.compiled.random
         self.mutated = [names[k] for k in self.forward.compiled.mutated]
         self.op = OpDef(name="_CachedOp", kernel=None, grad=self._grad_rule, doc="a hybridized block's call")

@@ -264,14 +264,19 @@ register(OpDef(
 # ---------------------------------------------------------------------------------------------------------
 # A fused elementwise group made by the fusion pass (mixnet/symbol/fuse.py): never built by users, never
 # exported, and only run when autograd is not recording (it has no gradient rule).
-def _fused_elemwise(xp, *arrays, kernel, num_outputs):
+def _fused_elemwise(xp, *arrays, kernel, num_outputs, out=None):
     if xp is not np:
         raise ValueError("fused kernels run on the CPU only (CuPy code generation is not written yet)")
-    return kernel(*arrays)
+    return kernel(*arrays, out=out)
+
+
+def _infer_fused(shapes, dtypes, kernel, num_outputs):
+    shape = tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    return [shape] * num_outputs, [np.dtype(kernel.dtype)] * num_outputs
 
 
 register(OpDef(
     name="_fused_elemwise", kernel=_fused_elemwise, inputs=("data",), variadic=True, hidden=True,
-    attrs={"kernel": Attr(parse_any, REQUIRED), "num_outputs": Attr(parse_int, 1)},
-    num_outputs=lambda a: a["num_outputs"], differentiable=False,
+    attrs={"kernel": Attr(parse_any, REQUIRED), "num_outputs": Attr(parse_int, 1)}, infer=_infer_fused,
+    num_outputs=lambda a: a["num_outputs"], differentiable=False, writes_out=True,
     doc="Internal: a generated kernel for a group of elementwise ops (inference plans of hybridized blocks)."))

@@ -65,6 +65,8 @@ class OpDef:
     differentiable: bool = True              # False: outputs are constants to autograd (comparisons, argmax)
     nondiff_inputs: tuple = ()               # input indices that never get a gradient (indices, labels)
     mutates: tuple = ()                      # input indices updated in place (BatchNorm's running stats)
+    writes_out: bool = False                 # kernel takes out= (an array, or a tuple of them) to write into
+                                             # planned buffers (hybridize(static_alloc=True))
     train_aware: bool = False                # kernel takes is_train= (Dropout, BatchNorm)
     random: bool = False                     # kernel takes rng= (a numpy/cupy Generator)
     creates: bool = False                    # no array inputs; takes ctx= and makes a new array

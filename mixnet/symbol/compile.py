@@ -22,13 +22,16 @@ _COUNTER = [0]
 
 
 class CompiledGraph:
-    """`CompiledGraph(symbol, input_names, ctx, creation_shapes)(arrays, is_train)` -> list of output buffers.
+    """`CompiledGraph(symbol, input_names, ctx, creation_shapes, out_buffers)(arrays, is_train)` -> list of
+    output buffers.
 
     input_names fixes the order of the buffers passed in; every variable of the symbol must be among them.
     creation_shapes: {id(node): shape} for creation ops whose declared shape has unknown (0) dims.
+    out_buffers: {(id(node), index): array} planned buffers (static_alloc) that ops declaring `writes_out` write
+    their outputs into, every call.
     """
 
-    def __init__(self, symbol, input_names, ctx, creation_shapes=None):
+    def __init__(self, symbol, input_names, ctx, creation_shapes=None, out_buffers=None):
         self.symbol = symbol
         self.input_names = list(input_names)
         self.ctx = ctx
@@ -36,7 +39,8 @@ class CompiledGraph:
         self.random = any(n.op is not None and n.op.random for n in nodes)
         self.mutated = sorted({self.input_names.index(n.inputs[k][0].name) for n in nodes if n.op is not None
                                for k in n.op.mutates if n.inputs[k][0].op is None})
-        self.source, namespace = _render(symbol, nodes, self.input_names, ctx, creation_shapes or {})
+        self.source, namespace = _render(symbol, nodes, self.input_names, ctx, creation_shapes or {},
+                                         out_buffers or {})
         _COUNTER[0] += 1
         filename = f"<mixnet graph {_COUNTER[0]}>"
         exec(compile(self.source, filename, "exec"), namespace)       # noqa: S102 - our own generated source
@@ -75,7 +79,7 @@ def _comment(node):
     return f"# {node.op.name} {node.name}{where}"
 
 
-def _render(symbol, nodes, input_names, ctx, creation_shapes):
+def _render(symbol, nodes, input_names, ctx, creation_shapes, out_buffers):
     """The source of `graph(xp, is_train, rng, *inputs)` and its globals (kernels and attribute dicts)."""
     namespace = {}
     value = {}                                    # (id(node), index) -> local name
@@ -111,6 +115,10 @@ def _render(symbol, nodes, input_names, ctx, creation_shapes):
         if op.random:
             args.append("rng=rng")
         n_out = node.num_outputs()
+        planned = [out_buffers.get((id(node), j)) for j in range(n_out)]
+        if op.writes_out and all(b is not None for b in planned):
+            namespace[f"O{k}"] = planned[0] if n_out == 1 else tuple(planned)
+            args.append(f"out=O{k}")                 # a static buffer, reused every call
         outs = [f"v{k}"] if n_out == 1 else [f"v{k}_{j}" for j in range(n_out)]
         for j, name in enumerate(outs):
             value[(id(node), j)] = name

@@ -419,3 +419,39 @@ def test_errors_inside_compiled_graphs_name_the_node_and_line():
     block(nd.ones((2, 3)), nd.ones((3, 4)))
     with pytest.raises(mx.MXNetError, match=r"dot.*\(2, 3\).*\n?.*test_hybridize.py:\d+"):
         block(nd.ones((2, 3)), nd.ones((2, 4)))
+
+
+# ---------------------------------------------------------------------------------------------- static_alloc
+class FusibleChain(gluon.HybridBlock):
+    def hybrid_forward(self, F, x):
+        a = F.tanh(x * 0.5 + 1) * F.sigmoid(x)          # fused, and read twice: not an output
+        s = F.sum(a, axis=1, keepdims=True)
+        return F.broadcast_add(F.exp(a) * 2 - a, s)
+
+
+def test_static_alloc_reuses_planned_buffers_and_keeps_results():
+    x1 = nd.array(np.random.default_rng(0).uniform(-2, 2, (16, 50)).astype(np.float32))
+    x2 = x1 * 3
+    plain, static = FusibleChain(), FusibleChain()
+    plain.hybridize()
+    static.hybridize(static_alloc=True)
+    first = static(x1)
+    second = static(x2)                        # reuses the same planned buffers
+    np.testing.assert_array_equal(first.asnumpy(), plain(x1).asnumpy())   # outputs are never overwritten
+    np.testing.assert_array_equal(second.asnumpy(), plain(x2).asnumpy())
+    plan = static._last_graph.inference
+    assert "out=O" in plan.compiled.source
+    report = plan.memory_report()
+    assert report["planned"] == 2 * 4096 and report["peak"] < report["naive"]   # two 3200-byte values, 4 KiB class
+    assert plain._last_graph.inference.memory_report()["planned"] is None
+    x = x1.copy()
+    x.attach_grad()
+    with autograd.record():
+        y = static(x)
+    y.backward()
+    xp = x1.copy()
+    xp.attach_grad()
+    with autograd.record():
+        yp = plain(xp)
+    yp.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), xp.grad.asnumpy(), rtol=1e-6)

@@ -1,0 +1,89 @@
+"""Memory planning for compiled graphs: value lifetimes in the straight-line schedule, the memory report, and
+buffer assignment for `hybridize(static_alloc=True)`.
+
+The schedule is the topological order the compiled code runs in (symbol/compile.py). A value is live from the
+node that makes it to its last reader; the compiled code deletes it there, so the peak of live bytes is what a
+call holds at most beyond its inputs. Under static_alloc, values of ops that can write into a given buffer
+(`OpDef.writes_out`) and that do not leave the call (not an output, not kept for backward) get planned buffers:
+one flat byte buffer per slot, reused across calls; two values share a slot when their lifetimes do not overlap
+(MXNet paper §3.1, co-sharing), sized by powers of two so similar values can share.
+"""
+import numpy as np
+
+from .graph import topo_order
+
+__all__ = ["lifetimes", "report", "assign_buffers"]
+
+
+def _nbytes(shape, dtype):
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def lifetimes(symbol):
+    """{(id(node), index): (first step, last step)} for every op output in the schedule; outputs of the graph
+    live to the end."""
+    nodes = topo_order(symbol._outputs)
+    step = {id(n): k for k, n in enumerate(nodes)}
+    life = {}
+    for node in nodes:
+        if node.op is None:
+            continue
+        for i in range(node.num_outputs()):
+            life[(id(node), i)] = [step[id(node)], step[id(node)]]
+        for src, index in node.inputs:
+            if src.op is not None:
+                life[(id(src), index)][1] = step[id(node)]
+    for node, index in symbol._outputs:
+        if node.op is not None:
+            life[(id(node), index)][1] = len(nodes)
+    return {k: tuple(v) for k, v in life.items()}
+
+
+def report(symbol, eshape, edtype, planned=None):
+    """{'naive': bytes if every intermediate value were kept, 'peak': the most bytes live at once in the
+    schedule, 'outputs': bytes returned, 'planned': bytes of static buffers (None when not planned)}."""
+    life = lifetimes(symbol)
+    size = {k: _nbytes(eshape[k], edtype[k]) for k in life}
+    nodes = topo_order(symbol._outputs)
+    delta = [0] * (len(nodes) + 2)
+    for key, (first, last) in life.items():
+        delta[first] += size[key]
+        delta[last + 1] -= size[key]
+    peak, live = 0, 0
+    for d in delta:
+        live += d
+        peak = max(peak, live)
+    outputs = sum(size[(id(n), i)] for n, i in symbol._outputs if (id(n), i) in size)
+    return {"naive": sum(size.values()), "peak": peak, "outputs": outputs,
+            "planned": None if planned is None else sum(planned)}
+
+
+def _size_class(nbytes):
+    return 1 << max(int(nbytes - 1).bit_length(), 6)
+
+
+def assign_buffers(symbol, eshape, edtype, eligible):
+    """Slots for the entries in `eligible` (non-escaping outputs of out-writing ops): returns ({entry: slot},
+    [slot sizes in bytes]). Greedy in schedule order: a value takes a free slot of its size class whose previous
+    value's lifetime has ended, else a new slot."""
+    life = lifetimes(symbol)
+    order = sorted((k for k in eligible if k in life), key=lambda k: life[k])
+    slots, free, slot_of, busy = [], {}, {}, []     # busy: (last step, slot)
+    for key in order:
+        first, last = life[key]
+        still = []
+        for end, slot in busy:
+            if end < first:
+                free.setdefault(slots[slot], []).append(slot)
+            else:
+                still.append((end, slot))
+        busy = still
+        need = _size_class(_nbytes(eshape[key], edtype[key]))
+        if free.get(need):
+            slot = free[need].pop()
+        else:
+            slot = len(slots)
+            slots.append(need)
+        slot_of[key] = slot
+        busy.append((last, slot))
+    return slot_of, slots
