@@ -164,6 +164,8 @@ def _check_shapes(op, outputs):
     try:
         group.infer_shape_partial(**{k: v for k, v in shapes.items() if k in inputs})
     except MXNetError as err:
+        if "\n  at " in str(err):           # already names the user's line
+            raise MXNetError(f"contrib.{op}: {err}") from None
         _fail(op, str(err))
 
 
