@@ -15,6 +15,9 @@ say where each subgraph input (in its `list_inputs()` order) comes from:
 * `_cond(inputs...)`: `cond_input_locs` / `then_input_locs` / `else_input_locs` likewise; only the branch the
   predicate's value picks runs.
 
+When a subgraph holds a random op (Dropout), the node has one hidden output more: the device generator's state
+before the steps, from which the gradient rule replays the same draws (so eager and hybridized agree bitwise).
+
 The kernel interprets the subgraphs step by step with mixnet.symbol.executor.run_graph on NDArrays wrapping the
 raw arrays (recording paused). The gradient rule re-runs the same steps under autograd.record on `_copy`
 proxies of the inputs and takes local gradients, so sequence data, states, and closure variables and parameters
@@ -28,7 +31,7 @@ from .common import call
 from .registry import OpDef, register
 from . import dispatch
 
-__all__ = ["subgraph_inputs", "feeds", "infer_subgraph"]
+__all__ = ["subgraph_inputs", "feeds", "infer_subgraph", "random_inside"]
 
 
 def subgraph_inputs(graph):
@@ -165,11 +168,59 @@ def _cond_steps(attrs, inputs):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# random ops inside: the generator's state is a hidden output, so the gradient rule replays the same draws
+def random_inside(attrs):
+    """True when a subgraph (or one nested in it) holds a random op such as Dropout."""
+    from ..symbol.graph import subgraphs
+    stack = [v for v in attrs.values() if type(v).__name__ == "Symbol"]
+    while stack:
+        for node in stack.pop()._nodes():
+            if node.op is not None and node.op.random:
+                return True
+            stack.extend(sub for _, sub in subgraphs(node))
+    return False
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _save_state(rng):
+    """The device generator's PCG64 state as six uint64 words (an array output)."""
+    st = rng.bit_generator.state
+    if st["bit_generator"] != "PCG64":
+        raise ValueError(f"cannot record the state of a {st['bit_generator']} generator (mixnet uses PCG64)")
+    inner = st["state"]
+    return np.array([inner["state"] >> 64, inner["state"] & _MASK64, inner["inc"] >> 64, inner["inc"] & _MASK64,
+                     st["has_uint32"], st["uinteger"]], dtype=np.uint64)
+
+
+def _load_state(words):
+    w = [int(v) for v in words]
+    return {"bit_generator": "PCG64", "state": {"state": (w[0] << 64) | w[1], "inc": (w[2] << 64) | w[3]},
+            "has_uint32": w[4], "uinteger": w[5]}
+
+
+def _n_outputs(attrs):
+    return attrs["num_outputs"] + (1 if random_inside(attrs) else 0)
+
+
+def _with_state(infer):
+    def with_state(shapes, dtypes, **attrs):
+        out_shapes, out_dtypes = infer(shapes, dtypes, **attrs)
+        if random_inside(attrs):
+            return list(out_shapes) + [(6,)], list(out_dtypes) + [np.dtype(np.uint64)]
+        return out_shapes, out_dtypes
+    return with_state
+
+
+# ---------------------------------------------------------------------------------------------------------
 # kernel and gradient rule, shared by the three ops
 def _kernel(steps):
-    def kernel(xp, *arrays, is_train=False, **attrs):
+    def kernel(xp, *arrays, is_train=False, rng=None, **attrs):
         ctx = _device(xp, arrays)
-        # The subgraph's ops run through the dispatch door like eager code, neither recorded nor traced.
+        state = _save_state(rng) if rng is not None and random_inside(attrs) else None
+        # The subgraph's ops run through the dispatch door like eager code (drawing from the same generator),
+        # neither recorded nor traced.
         token = MODE.set(Mode(recording=False, training=is_train, tracer=None))
         try:
             outs = steps(attrs, [dispatch.WRAP(a, ctx) for a in arrays])
@@ -178,6 +229,8 @@ def _kernel(steps):
         datas = [o._data for o in outs]
         # an output that is an input (a loop that never ran) must not alias the caller's buffer
         datas = [d.copy() if any(d is a for a in arrays) else d for d in datas]
+        if state is not None:
+            datas.append(xp.asarray(state))
         return datas[0] if len(datas) == 1 else tuple(datas)
     return kernel
 
@@ -185,9 +238,19 @@ def _kernel(steps):
 def _grad(steps):
     def grad(c, *out_grads):
         from .. import autograd
-        with autograd.record(train_mode=c.is_train):
-            proxies = [call("_copy", x) for x in c.inputs]
-            outs = steps(c.attrs, proxies)
+        n = c.attrs["num_outputs"]
+        gen = saved = None
+        if len(c.outputs) > n:           # replay the forward's random draws (the generator is restored after)
+            gen = dispatch.RANDOM_STATE(c.inputs[0].context)
+            saved = gen.bit_generator.state
+            gen.bit_generator.state = _load_state(c.outputs[n].asnumpy())
+        try:
+            with autograd.record(train_mode=c.is_train):
+                proxies = [call("_copy", x) for x in c.inputs]
+                outs = steps(c.attrs, proxies)
+        finally:
+            if gen is not None:
+                gen.bit_generator.state = saved
         return tuple(autograd.local_gradients(outs, list(out_grads[:len(outs)]), proxies))
     return grad
 
@@ -275,10 +338,12 @@ _COMMON = {
 
 
 def _register(name, kernel_steps, infer, attrs, doc):
+    # random=True: the kernel gets the device generator, whose state it records when a subgraph draws from it
     register(OpDef(
         name=name, kernel=_kernel(kernel_steps), inputs=("data",), variadic=True, attrs=attrs,
-        grad=_grad(kernel_steps), infer=infer, num_outputs=lambda a: a["num_outputs"], train_aware=True,
-        hidden=True, doc=doc))
+        grad=_grad(kernel_steps), infer=_with_state(infer), num_outputs=_n_outputs,
+        num_visible=lambda a: a["num_outputs"], json_outputs=lambda a: a["num_outputs"], train_aware=True,
+        random=True, hidden=True, doc=doc))
 
 
 _register("_foreach", _foreach_steps, _foreach_infer, {

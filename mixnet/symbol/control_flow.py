@@ -151,7 +151,7 @@ def _make_node(op_name, subgraphs, raw, entries):
     attrs = op.parse({**raw, **subgraphs})
     raw = {**raw, **attribute.AttrScope.current().get(None)}       # inside an outer subgraph: tagged
     node = Node(op, name_module.NameManager.current().get(None, op_name), attrs, raw, entries, user_location())
-    return [Symbol([(node, i)]) for i in range(node.num_outputs())]
+    return [Symbol([(node, i)]) for i in range(node.num_visible())]
 
 
 def _check_shapes(op, outputs):

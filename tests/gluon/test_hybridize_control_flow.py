@@ -226,3 +226,40 @@ def test_export_and_import_round_trip(tmp_path):
     with open(tmp_path / "cell-symbol.json") as f:
         text = f.read()
     assert '"op": "_foreach"' in text and '"subgraphs"' in text and '"remain_locs": "[1]"' in text
+
+
+class DropoutInLoop(gluon.HybridBlock):
+    """Dropout inside the body: the gradient must see the forward's masks."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.drop = nn.Dropout(0.5)
+            self.w = self.params.get("w", shape=(3,), init=mx.init.Uniform(0.9))
+
+    def hybrid_forward(self, F, x, w):
+        def body(xt, states):
+            h = self.drop(F.broadcast_mul(xt, w)) + states[0]
+            return h * h, [h]
+        outs, states = F.contrib.foreach(body, x, [F.zeros_like(F.slice_axis(x, axis=0, begin=0, end=1)
+                                                                .reshape((-1,)))])
+        return outs, states[0]
+
+
+def test_random_ops_inside_the_body_replay_their_draws_in_backward():
+    x = [nd.array(np.random.RandomState(5).uniform(0.5, 1, (6, 3)))]
+    eager, hybrid = DropoutInLoop(prefix="drop_"), DropoutInLoop(prefix="drop_")
+    _same_params(eager, hybrid, x)
+    hybrid.hybridize()
+    results = []
+    for block in (eager, hybrid):
+        mx.random.seed(11)
+        results.append(_run(block, x, True))
+    for g, w in zip(*results):
+        for a, b in zip(g, w):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+    outs = results[0][0][0]
+    assert (outs == 0).any() and (outs != 0).any()                  # the masks did drop some elements
+    node = next(n for n in hybrid._last_graph.symbol._nodes() if n.op is not None and n.op.name == "_foreach")
+    assert node.num_outputs() == 3 and node.num_visible() == 2       # the generator state is a hidden output
+    assert '"node_row_ptr"' in hybrid._last_graph.symbol.tojson()
