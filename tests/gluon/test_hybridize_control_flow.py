@@ -263,3 +263,25 @@ def test_random_ops_inside_the_body_replay_their_draws_in_backward():
     node = next(n for n in hybrid._last_graph.symbol._nodes() if n.op is not None and n.op.name == "_foreach")
     assert node.num_outputs() == 3 and node.num_visible() == 2       # the generator state is a hidden output
     assert '"node_row_ptr"' in hybrid._last_graph.symbol.tojson()
+
+
+def test_check_mode_runs_control_flow_blocks_and_catches_a_wrong_subgraph():
+    from mixnet.gluon.check_mode import HybridizeCheckError
+    from mixnet.ops import registry
+    x = [nd.array(np.random.RandomState(6).uniform(-1, 1, (3, 2, 3))), nd.ones((2, 4))]
+    block = ForeachCell(prefix="checked_")
+    block.initialize()
+    block.hybridize(check=True)
+    with autograd.record():
+        block(*x)[0].backward()                    # eager and compiled agree: no error
+    block = ForeachCell(prefix="broken_")
+    block.initialize()
+    block.hybridize(check=True)
+    block(*x)
+    # Simulate a compiler bug inside the body: the compiled loop computes sigmoid where the code says tanh.
+    node = next(n for n in block._last_graph.plan._nodes() if n.op is not None and n.op.name == "_foreach")
+    tanh = next(n for n in node.attrs["body"]._nodes() if n.op is not None and n.op.name == "tanh")
+    tanh.op = registry.get("sigmoid")
+    block._checks_left = 1
+    with pytest.raises(HybridizeCheckError, match="output 0 of the block differs"):
+        block(*x)
