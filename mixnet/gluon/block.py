@@ -401,7 +401,6 @@ class HybridBlock(Block):
         self._cached_graphs = {}
         self._last_graph = None
         self._checks_left = 0
-        self._eager_only = False        # set when tracing met a construct that needs values (contrib.cond)
 
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False, static_shape=False,
                   inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, check=None, **kwargs):
@@ -423,7 +422,6 @@ class HybridBlock(Block):
                            inline_limit=inline_limit, **kwargs)
         if clear:
             self._cached_graphs = {}
-            self._eager_only = False
         super().hybridize(active, backend=backend, clear=clear, static_alloc=static_alloc,
                           static_shape=static_shape, inline_limit=inline_limit, **kwargs)
 

@@ -19,7 +19,7 @@ from ..context import current_context
 from ..ndarray.ndarray import NDArray, _wrap
 from ..symbol import passes
 from ..symbol.contrib import TRACE_SHAPES
-from ..symbol.symbol import TRACE_CONSTANTS, EagerFallback
+from ..symbol.symbol import TRACE_CONSTANTS
 from . import cached_op
 from .check_mode import checked_call
 
@@ -224,18 +224,10 @@ def call_hybridized(block, args):
             block._checks_left -= 1
             return checked_call(block, graph, args, flat, _eager)
         return graph.run(block, flat)
-    if block._eager_only:
-        return _eager(block, args)
     first_result = None
     if any(p._data is None for p in block.collect_params().values()):
         first_result = _eager(block, args)       # deferred shapes: one eager call initializes them exactly
-    try:
-        graph = CachedGraph(block, args)
-    except EagerFallback as reason:
-        warnings.warn(f"{type(block).__name__} {block.name!r} runs eagerly: {reason} cannot be part of a traced "
-                      "graph yet (results are the eager ones)", stacklevel=3)
-        block._eager_only = True
-        return first_result if first_result is not None else _eager(block, args)
+    graph = CachedGraph(block, args)
     block._cached_graphs[key] = graph
     block._last_graph = graph
     if _LOG_COMPILES:

@@ -67,7 +67,8 @@ def foreach(body, data, init_states):
 
 def while_loop(cond, func, loop_vars, max_iterations=None):
     """Runs func(*loop_vars) -> (step_output, new_loop_vars) while cond(*loop_vars); step outputs are stacked on
-    axis 0 and padded with zero rows to max_iterations (MXNet pads with uninitialized memory)."""
+    axis 0 and padded with zero rows to max_iterations (MXNet pads with uninitialized memory), nested as func
+    returns them (a single array, or lists). No step run: no outputs ([]), as in MXNet."""
     from . import concat, stack, zeros
     if _traced(loop_vars):
         from ..symbol import contrib
@@ -87,21 +88,22 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
                 raise MXNetError(f"while_loop: a loop variable changed from {old.shape} {old.dtype.__name__} to "
                                  f"{new.shape} {new.dtype.__name__}; shapes and dtypes must stay the same")
         variables = new_vars
-        if step_out is not None:
-            step_out = [step_out] if isinstance(step_out, NDArray) else list(step_out)
-            steps.append(step_out)
+        flat_out, out_fmt = _flatten([] if step_out is None else step_out, "while_loop step outputs")
+        steps.append(flat_out)
         steps_taken += 1
+    if not steps:
+        return [], (variables[0] if single else variables)      # MXNet: no step ran, no outputs
     outputs = []
-    if steps and steps[0]:
-        for k in range(len(steps[0])):
-            rows = [s[k] for s in steps]
-            stacked = stack(*rows, axis=0)
-            pad = max_iterations - len(rows)
-            if pad:
-                zero_rows = zeros((pad,) + rows[0].shape, ctx=rows[0].context, dtype=rows[0].dtype)
-                stacked = concat(stacked, zero_rows, dim=0)
-            outputs.append(stacked)
-    return outputs, (variables[0] if single else variables)
+    for k in range(len(steps[0])):
+        rows = [s[k] for s in steps]
+        stacked = stack(*rows, axis=0)
+        pad = max_iterations - len(rows)
+        if pad:
+            zero_rows = zeros((pad,) + rows[0].shape, ctx=rows[0].context, dtype=rows[0].dtype)
+            stacked = concat(stacked, zero_rows, dim=0)
+        outputs.append(stacked)
+    # nested as func returned them: a single array stays single (MXNet 1.9.1's regrouping)
+    return _regroup(outputs, out_fmt)[0], (variables[0] if single else variables)
 
 
 def _truth(pred):

@@ -150,6 +150,13 @@ def parse_axis(value):
     return shape
 
 
+def parse_subgraph(value):
+    """A control-flow op's subgraph: a Symbol (held in the parsed attributes, never written as a string)."""
+    if type(value).__name__ == "Symbol" and hasattr(value, "list_inputs"):   # symbol sits above this layer
+        return value
+    raise ValueError(f"expected a subgraph Symbol, got {type(value).__name__}")
+
+
 def format_attr(value):
     """Python value -> MXNet's string form (for JSON and error messages)."""
     if value is None:

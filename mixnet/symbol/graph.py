@@ -10,9 +10,9 @@ import os
 import numpy as np
 
 from .._source import user_frame
-from ..ops.attrs import REQUIRED, format_attr
+from ..ops.attrs import REQUIRED, format_attr, parse_subgraph
 
-__all__ = ["Node", "topo_order", "mx_str", "raw_from_attrs"]
+__all__ = ["Node", "topo_order", "mx_str", "raw_from_attrs", "subgraphs"]
 
 
 class Node:
@@ -61,6 +61,13 @@ class Node:
 
     def __repr__(self):
         return f"<Node {self.name} ({'variable' if self.op is None else self.op.name})>"
+
+
+def subgraphs(node):
+    """(attribute name, Symbol) for each subgraph a control-flow node holds, in MXNet's "subgraphs" order."""
+    if node.op is None:
+        return []
+    return [(key, node.attrs[key]) for key, spec in node.op.attrs.items() if spec.parse is parse_subgraph]
 
 
 def user_location():
@@ -125,7 +132,7 @@ def raw_from_attrs(op, attrs):
     differs from the op's default, written with mixnet.ops.attrs.format_attr."""
     raw = {}
     for key, spec in op.attrs.items():
-        if key not in attrs or key == "ctx":
+        if key not in attrs or key == "ctx" or spec.parse is parse_subgraph:
             continue
         value = attrs[key]
         if spec.default is not REQUIRED:

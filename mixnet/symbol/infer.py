@@ -92,6 +92,30 @@ def _rnn(a, s):
     return out
 
 
+def _control_flow(op_name):
+    """Parameter rule of a control-flow node: its subgraphs are inferred with what is known, and the shapes their
+    inputs get flow back to the node's inputs (a Dense weight used inside a foreach body)."""
+    def rule(a, s):
+        from ..ops.control_flow import feeds
+        out = {}
+        n_step = len(a["in_data_locs"]) if op_name == "_foreach" else 0
+        for graph, slots in feeds(op_name, a):
+            nodes = graph._nodes()
+            names = graph.list_inputs()
+            given = {}
+            for name, slot in zip(names, slots):
+                if slot < len(s) and s[slot] is not None:
+                    given[name] = (tuple(s[slot][1:]) or (1,)) if slot < n_step else s[slot]
+            eshape, _ = infer_graph(nodes, given, {}, True)
+            variables = {n.name: n for n in nodes if n.op is None}
+            for name, slot in zip(names, slots):
+                shape = eshape.get((id(variables[name]), 0))
+                if slot >= n_step and known(shape):
+                    out[slot] = shape
+        return out
+    return rule
+
+
 PARAM_RULES = {
     "FullyConnected": _fc,
     "Convolution": _conv,
@@ -104,6 +128,9 @@ PARAM_RULES = {
     "SoftmaxOutput": lambda a, s: {1: tuple(s[0][:-1]) if a.get("multi_output") or a.get("preserve_shape")
                                    else (s[0][0],)} if s[0] is not None else {},
     "RNN": _rnn,
+    "_foreach": _control_flow("_foreach"),
+    "_while_loop": _control_flow("_while_loop"),
+    "_cond": _control_flow("_cond"),
 }
 
 

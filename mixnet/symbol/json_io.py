@@ -9,7 +9,8 @@ import json
 
 from ..base import MXNetError
 from ..ops import registry
-from .graph import Node, topo_order
+from ..ops.attrs import parse_subgraph
+from .graph import Node, subgraphs, topo_order
 
 __all__ = ["graph_to_json", "graph_from_json", "MXNET_VERSION"]
 
@@ -66,8 +67,9 @@ def _mutated_slots(node):
     return set(node.op.mutates) if node.op is not None else set()
 
 
-def graph_to_json(heads):
-    """The MXNet JSON text of the graph with outputs `heads` ((node, index) entries)."""
+def _graph_doc(heads):
+    """The JSON document of the graph with outputs `heads`; a control-flow node carries its subgraphs' documents
+    under "subgraphs" (which, as in MXNet, have no "attrs" of their own)."""
     nodes = topo_order(heads)
     index = {id(n): i for i, n in enumerate(nodes)}
     out_nodes, arg_nodes, row_ptr = [], [], [0]
@@ -80,13 +82,21 @@ def graph_to_json(heads):
         if versions is None or len(versions) != len(node.inputs):
             versions = [1 if slot in mutated else 0 for slot in range(len(node.inputs))]
         entry["inputs"] = [[index[id(src)], idx, v] for (src, idx), v in zip(node.inputs, versions)]
+        subs = subgraphs(node)
+        if subs:
+            entry["subgraphs"] = [_graph_doc(sub._outputs) for _, sub in subs]
         out_nodes.append(entry)
         if node.op is None:
             arg_nodes.append(i)
         row_ptr.append(row_ptr[-1] + _json_outputs(node))
-    doc = {"nodes": out_nodes, "arg_nodes": arg_nodes, "node_row_ptr": row_ptr,
-           "heads": [[index[id(n)], idx, 0] for n, idx in heads],
-           "attrs": {"mxnet_version": ["int", MXNET_VERSION]}}
+    return {"nodes": out_nodes, "arg_nodes": arg_nodes, "node_row_ptr": row_ptr,
+            "heads": [[index[id(n)], idx, 0] for n, idx in heads]}
+
+
+def graph_to_json(heads):
+    """The MXNet JSON text of the graph with outputs `heads` ((node, index) entries)."""
+    doc = _graph_doc(heads)
+    doc["attrs"] = {"mxnet_version": ["int", MXNET_VERSION]}
     return _dump(doc, 0)
 
 
@@ -146,12 +156,32 @@ def graph_from_json(text, source="the JSON text"):
         _fail(where, f"invalid JSON ({err})")
     if not isinstance(doc, dict):
         _fail(where, "the top level must be an object with 'nodes', 'arg_nodes' and 'heads'")
+    return _read_graph(doc, _version(doc, where), where)
+
+
+def _read_subgraphs(spec, op, name, version, where):
+    """{attribute name: Symbol} for a control-flow node's "subgraphs" list (documents without "attrs")."""
+    from .symbol import Symbol          # Symbol is built on this module
+    keys = [key for key, attr in op.attrs.items() if attr.parse is parse_subgraph]
+    docs = spec.get("subgraphs", [])
+    if not isinstance(docs, list) or len(docs) != len(keys):
+        _fail(where, f"node {name!r} (op {op.name}) needs {len(keys)} subgraph(s) ({', '.join(keys) or 'none'}) "
+                     f"in 'subgraphs', got {len(docs) if isinstance(docs, list) else docs!r}")
+    subs = {}
+    for key, doc in zip(keys, docs):
+        if not isinstance(doc, dict):
+            _fail(where, f"node {name!r}: subgraph {key!r} must be an object with 'nodes' and 'heads'")
+        subs[key] = Symbol(_read_graph(doc, version, f"{where}, subgraph {key!r} of node {name!r}"))
+    return subs
+
+
+def _read_graph(doc, version, where):
+    """Nodes and heads of one graph document (the file's, or a subgraph's)."""
     for key in ("nodes", "heads"):
         if not isinstance(doc.get(key), list):
             _fail(where, f"missing or invalid {key!r} (an MXNet symbol file has 'nodes', 'arg_nodes', 'heads')")
     if "arg_nodes" in doc and not isinstance(doc["arg_nodes"], list):
         _fail(where, "'arg_nodes' must be a list")
-    version = _version(doc, where)
     nodes = []
     for i, spec in enumerate(doc["nodes"]):
         if not isinstance(spec, dict) or not isinstance(spec.get("op"), str) or not isinstance(spec.get("name"), str):
@@ -194,6 +224,7 @@ def graph_from_json(text, source="the JSON text"):
                 _fail(where, f"node {name!r} (op {op.name}): unknown attribute {key}={value!r} "
                              f"(known: {', '.join(op.attrs) or 'none'})")
             given[key] = value
+        given.update(_read_subgraphs(spec, op, name, version, where))
         if version < 905 and op.name in ("argmax", "argmin") and given.get("axis") == "-1":
             given.pop("axis")                              # §3.8 rule 4
         try:

@@ -16,7 +16,7 @@ from ..base import MXNetError
 from ..ops import registry
 from ..ops.binding import bind_call
 from ..serialization import dtype_code
-from .graph import Node, mx_str, topo_order, user_location
+from .graph import Node, mx_str, subgraphs, topo_order, user_location
 from .infer import infer_graph, known
 from .json_io import graph_from_json, graph_to_json
 
@@ -46,11 +46,6 @@ def constant(value):
     name = name_module.NameManager.current().get(None, "const")
     constants[name] = value.copy() if type(value).__name__ == "NDArray" else array(value, dtype=value.dtype)
     return Symbol([(Node(None, name, {}, {}, (), user_location()), 0)])
-
-
-class EagerFallback(MXNetError):
-    """Raised while hybridize traces, by constructs a traced graph cannot hold yet; the block then runs eagerly,
-    with a warning naming the line."""
 
 
 class Symbol:
@@ -245,27 +240,38 @@ class Symbol:
         return self.debug_str()
 
     def debug_str(self):
-        """One line per node: `name = op(inputs, attrs)  # file:line`, then the outputs."""
+        """One line per node: `name = op(inputs, attrs)  # file:line`, then the outputs. A control-flow node's
+        subgraphs follow it, each as an indented block under its name (`body:`, `cond:`, `then_branch:`...)."""
+        return "\n".join(self._debug_lines(""))
+
+    def _debug_lines(self, indent):
         nodes = self._nodes()
         aux = self._aux_ids(nodes)
         lines = []
 
         def entry(node, idx):
             return node.name if node.num_outputs() == 1 else f"{node.name}[{idx}]"
+
+        def shown(raw):          # the subgraph tag is MXNet's bookkeeping, not the user's attribute
+            return sorted((k, v) for k, v in raw.items() if k != "__subgraph_name__")
         for node in nodes:
             if node.op is None:
                 kind = "aux" if id(node) in aux else "var"
-                extra = ", ".join(f"{k.strip('_')}={v}" for k, v in sorted(node.raw.items()))
+                extra = ", ".join(f"{k.strip('_')}={v}" for k, v in shown(node.raw))
                 text = f"{kind} {node.name}" + (f" ({extra})" if extra else "")
             else:
                 args = [entry(src, idx) for src, idx in node.inputs]
-                args += [f"{k}={v}" for k, v in sorted(node.raw.items())]
+                args += [f"{k}={v}" for k, v in shown(node.raw)]
                 text = f"{node.name} = {node.op.name}({', '.join(args)})"
+            text = indent + text
             if node.location:
                 text = f"{text:<60}  # {node.location}"
             lines.append(text.rstrip())
-        lines.append("outputs: " + ", ".join(entry(n, i) for n, i in self._outputs))
-        return "\n".join(lines)
+            for key, sub in subgraphs(node):
+                lines.append(f"{indent}  {key}:")
+                lines.extend(sub._debug_lines(indent + "    "))
+        lines.append(indent + "outputs: " + ", ".join(entry(n, i) for n, i in self._outputs))
+        return lines
 
     # ------------------------------------------------------------------ arithmetic (broadcasting)
     def _binary(self, other, array_op, scalar_op, hint, scalar_hint, reverse=False):

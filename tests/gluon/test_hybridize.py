@@ -268,12 +268,14 @@ class Choose(gluon.HybridBlock):
         return F.contrib.cond(a.sum() < 5, lambda: a * 2, lambda: a * 3)
 
 
-def test_cond_in_a_hybridized_block_falls_back_to_eager_with_a_warning():
+def test_cond_in_a_hybridized_block_is_one_graph_node():
     block = Choose()
     block.hybridize()
-    with pytest.warns(UserWarning, match=r"runs eagerly: contrib.cond .*test_hybridize.py"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                          # no eager fallback
         assert block(nd.array([1.0])).asscalar() == 2
-    assert block(nd.array([10.0])).asscalar() == 30          # the branch is chosen per call, as eagerly
+        assert block(nd.array([10.0])).asscalar() == 30      # the branch is chosen per call, as eagerly
+    assert [n.op.name for n in block._last_graph.symbol._nodes() if n.op is not None][-1] == "_cond"
 
 
 class TwoPointOh(gluon.HybridBlock):

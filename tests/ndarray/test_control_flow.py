@@ -31,7 +31,7 @@ def test_foreach_nested_outputs_and_gradient_of_closure_weight():
 def test_while_loop_pads_with_zero_rows_and_differentiates():
     outs, final = nd.contrib.while_loop(lambda i, s: i < 3, lambda i, s: (s, (i + 1, s + i)),
                                         (nd.array([0]), nd.array([1])), max_iterations=5)
-    assert outs[0].asnumpy().ravel().tolist() == [1, 1, 2, 0, 0]       # MXNet: garbage in the last two rows
+    assert outs.asnumpy().ravel().tolist() == [1, 1, 2, 0, 0]          # MXNet: garbage in the last two rows
     assert [v.asscalar() for v in final] == [3, 4]
     s = nd.array([1.0])
     s.attach_grad()
