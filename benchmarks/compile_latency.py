@@ -4,6 +4,8 @@ Each measurement runs in its own fresh interpreter (`--child CASE`) with MIXNET_
 temporary directory: the first process finds it empty (cold), the second finds what the first left (warm).
 Cases:
   mlp     MLP 784-512-512-10 (benchmarks/mlp.py), hybridized, batch 128: first forward (inference plan)
+  mlp-train  the same MLP and a hybridized SoftmaxCrossEntropyLoss: first training step (record, backward:
+          the training plans, their backward graphs and fused backward kernels)
   chain   W1 block tanh(x*0.5+1)*sigmoid(x) - x*x/3, hybridized, predict mode, 1e6 float32: first call compiles
           (cold) or loads (warm) one fused Numba kernel
 Per process it reports import_s (import mixnet), setup_s (build + initialize + hybridize), first_call_s, and
@@ -37,7 +39,7 @@ def child(case):
     t1 = time.perf_counter()
     nn = mx.gluon.nn
     rng = np.random.default_rng(0)
-    if case == "mlp":
+    if case in ("mlp", "mlp-train"):
         net = nn.HybridSequential()
         net.add(nn.Dense(512, activation="relu", in_units=784), nn.Dense(512, activation="relu", in_units=512),
                 nn.Dense(10, in_units=512))
@@ -52,17 +54,32 @@ def child(case):
         raise SystemExit(f"unknown case {case}")
     net.initialize(mx.init.Xavier())
     net.hybridize()
+    if case == "mlp-train":
+        loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+        loss_fn.hybridize()
+        label = mx.nd.array(rng.integers(0, 10, 128).astype(np.float32))
+
+        def call():
+            with mx.autograd.record():
+                loss = loss_fn(net(x), label)
+            loss.backward()
+            return loss
+    else:
+        def call():
+            with mx.autograd.predict_mode():
+                return net(x)
     mx.nd.waitall()
     t2 = time.perf_counter()
-    with mx.autograd.predict_mode():
-        net(x).wait_to_read()
-        t3 = time.perf_counter()
-        net(x).wait_to_read()
-        t4 = time.perf_counter()
-    graphs = getattr(net, "_last_graph", None)
+    call().wait_to_read()
+    t3 = time.perf_counter()
+    call().wait_to_read()
+    t4 = time.perf_counter()
+    graph = getattr(net, "_last_graph", None)
+    plans = [graph.inference] if case != "mlp-train" else list(graph._training.values())
+    fused = sum(p.fused_groups for p in plans) if case != "mlp-train" else \
+        sum(p.forward.fused_groups + (p.backward.fused_groups if p.backward else 0) for p in plans)
     return {"import_s": round(t1 - t0, 3), "setup_s": round(t2 - t1, 3), "first_call_s": round(t3 - t2, 3),
-            "second_call_s": round(t4 - t3, 4),
-            "fused_groups": getattr(graphs, "fused_groups", None)}
+            "second_call_s": round(t4 - t3, 4), "fused_groups": fused}
 
 
 def cache_files(path):
@@ -78,7 +95,7 @@ def cache_files(path):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--cases", default="mlp,chain")
+    parser.add_argument("--cases", default="mlp,mlp-train,chain")
     parser.add_argument("--repeats", type=int, default=1, help="cold+warm pairs per case (each a new cache dir)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -108,7 +125,7 @@ def main():
                            **json.loads(lines[-1]), "process_wall_s": round(wall, 3),
                            "kernel_files": kernels, "numba_cache_files": numba_files, "threads": THREADS,
                            "load_avg": round(load, 2)}
-                    if case == "mlp":
+                    if case.startswith("mlp"):
                         row["target_s"] = 2.0 if state == "cold" else 0.3
                     print(json.dumps(row), flush=True)
             finally:

@@ -2,6 +2,12 @@
 
 MIXNET_DEBUG_ERRORS=1   keep the underlying numpy/cupy exception chained under mixnet's operator errors
                         (by default the OpError alone is shown: it names the op, shapes, dtypes and your line).
+MIXNET_FUSE_MIN_SIZE=N  elementwise groups whose result has fewer than N elements are not fused (default 16384:
+                        below that a fused kernel's call overhead costs more than the memory passes it saves).
+MIXNET_COMPILE_BACKGROUND=0
+                        compile fused kernels before a hybridized block's first call returns. By default (1) the
+                        first calls run the unfused compiled graph while the kernels compile in a background
+                        thread, and later calls switch to the fused graph once it is ready.
 """
 import os
 
@@ -14,3 +20,5 @@ def _flag(name, default=False):
 
 
 DEBUG_ERRORS = _flag("MIXNET_DEBUG_ERRORS")
+FUSE_MIN_SIZE = int(float(os.environ.get("MIXNET_FUSE_MIN_SIZE", 16384)))
+COMPILE_BACKGROUND = _flag("MIXNET_COMPILE_BACKGROUND", True)

@@ -1,6 +1,11 @@
 import os
 
-import numpy as np
+# Tests see fused plans deterministically (compiled before the first call returns) and fuse even their small
+# arrays; test_fuse.py checks the defaults (background compilation, the size threshold) explicitly.
+os.environ.setdefault("MIXNET_COMPILE_BACKGROUND", "0")
+os.environ.setdefault("MIXNET_FUSE_MIN_SIZE", "1")
+
+import numpy as np  # noqa: E402
 import pytest
 from hypothesis import HealthCheck, settings
 

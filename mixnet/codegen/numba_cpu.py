@@ -304,9 +304,10 @@ class Kernel:
         return self.module.parallel
 
     def signature(self):
-        from numba import types
-        arr = types.Array(types.float32 if self.dtype == np.float32 else types.float64, 1, "C")
-        return (types.intp,) + (arr,) * (self.n_inputs + self.n_outputs)
+        return signature(self.dtype, self.n_inputs + self.n_outputs)
+
+    def variant_for(self, n):
+        return "parallel" if n >= self.parallel_threshold else "serial"
 
     def ensure_compiled(self, variant="serial"):
         """Compile (or load from the cache) `variant` for C-contiguous arrays of the kernel's dtype. A cache entry
@@ -354,8 +355,7 @@ class Kernel:
                 if o.shape != shape or o.dtype != self.dtype:
                     raise ValueError(f"out= must be {self.dtype} of shape {shape}, got {o.dtype} {o.shape}")
         targets = [o if o.flags.c_contiguous else np.empty(shape, self.dtype) for o in outs]
-        variant = "parallel" if n >= self.parallel_threshold else "serial"
-        fn = self.ensure_compiled(variant)
+        fn = self.ensure_compiled(self.variant_for(n))
         fn(n, *flat, *(t.reshape(-1) for t in targets))
         for o, t in zip(outs, targets):
             if o is not t:
@@ -367,9 +367,16 @@ _kernels = {}
 _kernels_lock = threading.Lock()
 
 
-def compile_kernel(group, exact=None, parallel_threshold=None):
-    """Render, cache on disk, import and compile (serial variant) the kernel for `group`; returns a Kernel.
-    Kernels are memoized per source in this process."""
+def signature(dtype, n_arrays):
+    """The Numba signature of a kernel: the element count, then its C-contiguous 1-d inputs and outputs."""
+    from numba import types
+    arr = types.Array(types.float32 if np.dtype(dtype) == np.float32 else types.float64, 1, "C")
+    return (types.intp,) + (arr,) * n_arrays
+
+
+def compile_kernel(group, exact=None, parallel_threshold=None, compile_now=True):
+    """Render, cache on disk, import and (unless compile_now=False) compile the serial variant of the kernel for
+    `group`; returns a Kernel. Kernels are memoized per source in this process."""
     if exact is None:
         exact = os.environ.get("MIXNET_CODEGEN_EXACT", "") not in ("", "0")
     threshold = _threshold_from_env() if parallel_threshold is None else int(parallel_threshold)
@@ -382,5 +389,6 @@ def compile_kernel(group, exact=None, parallel_threshold=None):
             if os.environ.get("MIXNET_SHOW_CODE", "") not in ("", "0"):
                 print(f"# ---- mixnet kernel {kernel.path}\n{source}", file=sys.stderr)
             _kernels[key] = kernel
-    kernel.ensure_compiled("serial")
+    if compile_now:
+        kernel.ensure_compiled("serial")
     return kernel

@@ -3,7 +3,8 @@
 For one input signature (cached_graph.CachedGraph) there are two kinds of plan:
 
 * `InferencePlan` (autograd not recording, or nothing to differentiate): the CSE'd, fused forward graph compiled
-  to straight-line Python (mixnet/symbol/compile.py).
+  to straight-line Python (mixnet/symbol/compile.py); the fused kernels compile in a background thread while
+  the first calls run the unfused graph (config.COMPILE_BACKGROUND).
 * `TrainingPlan`, one per *gradient mask* (which graph inputs are being differentiated: a data input without
   attach_grad gets no gradient computed, a frozen parameter neither). Graph-mode autodiff
   (mixnet/symbol/autodiff.py) gives the backward graph from the registry's rules; the joint graph is split into
@@ -16,10 +17,12 @@ op by op on the tape from the recorded inputs (the random generators rewound, ru
 differentiate that, so every order works exactly as eagerly.
 """
 import copy
+import threading
+import warnings
 
 import numpy as np
 
-from .. import autograd
+from .. import autograd, config
 from .. import random as mx_random
 from ..ndarray.ndarray import _wrap
 from ..ops.common import call
@@ -34,39 +37,91 @@ from ..symbol.symbol import Symbol
 GRAPH_PASSES = ("cse",)
 
 
-def optimize(symbol, shapes, dtypes, fusion):
-    """The pass pipeline every compiled plan goes through: CSE, then (optionally) elementwise fusion."""
-    symbol = passes.run(symbol, GRAPH_PASSES)
-    if fusion:
-        symbol, _ = fuse(symbol, shapes, dtypes)
-    return symbol
-
-
 def _fused_count(symbol):
     return sum(1 for n in symbol._nodes() if n.op is not None and n.op.name == "_fused_elemwise")
 
 
+class _Compiled:
+    """One compiled version of a plan's graph (swapped in whole, so a call never sees half of one)."""
+    __slots__ = ("symbol", "types", "slots", "graph", "fused_groups")
+
+    def __init__(self, symbol, names, shapes, dtypes, ctx, static_alloc):
+        self.symbol = symbol
+        self.fused_groups = _fused_count(symbol)
+        self.types = autodiff.exact_types(symbol, shapes, dtypes)
+        buffers, self.slots = _static_buffers(symbol, *self.types, ctx) if static_alloc else ({}, None)
+        self.graph = CompiledGraph(symbol, names, ctx, creation_shapes(symbol, shapes, dtypes), buffers)
+
+
 class InferencePlan:
-    """One graph, optimized and compiled. With static_alloc, outputs of ops that can write into given buffers
-    and that stay inside the call get planned buffers (symbol/memory.py), allocated once and reused."""
+    """One graph, CSE'd, fused and compiled. With static_alloc, outputs of ops that can write into given buffers
+    and that stay inside the call get planned buffers (symbol/memory.py), allocated once and reused.
+
+    Fused kernels take Numba seconds to compile the first time, so by default (config.COMPILE_BACKGROUND) the plan
+    starts with the unfused compiled graph and a background thread fuses and compiles; calls switch to the fused
+    version when it is ready (`wait_fused()` blocks until then)."""
 
     def __init__(self, symbol, names, shapes, dtypes, ctx, fusion, static_alloc=False):
-        self.symbol = optimize(symbol, shapes, dtypes, fusion)
-        self.fused_groups = _fused_count(self.symbol)
-        self._types = autodiff.exact_types(self.symbol, shapes, dtypes)
-        buffers, self._slots = {}, None
-        if static_alloc:
-            buffers, self._slots = _static_buffers(self.symbol, *self._types, ctx)
-        self.compiled = CompiledGraph(self.symbol, names, ctx, creation_shapes(self.symbol, shapes, dtypes),
-                                      buffers)
+        base = passes.run(symbol, GRAPH_PASSES)
+        self._build = lambda sym: _Compiled(sym, names, shapes, dtypes, ctx, static_alloc)
+        self._current = self._build(base)
+        self._fusing = None
+        if fusion:
+            if config.COMPILE_BACKGROUND:
+                self._fusing = threading.Thread(target=self._fuse, args=(base, shapes, dtypes, True),
+                                                daemon=True, name="mixnet-fusion")
+                self._fusing.start()
+            else:
+                self._fuse(base, shapes, dtypes, False)
+
+    def _fuse(self, base, shapes, dtypes, elsewhere):
+        """Fuses and compiles, then swaps the fused graph in. elsewhere: compile the kernels that are not in the
+        on-disk cache yet in a child process (codegen/precompile.py), then only load them here."""
+        try:
+            fused, groups = fuse(base, shapes, dtypes, compile_now=not elsewhere)
+            if not groups:
+                return
+            if elsewhere:
+                from ..codegen import precompile
+                eshape, _ = autodiff.exact_types(fused, shapes, dtypes)
+                jobs = [(n.attrs["kernel"], n.attrs["kernel"].variant_for(int(np.prod(eshape[(id(n), 0)]))))
+                        for n in fused._nodes() if n.op is not None and n.op.name == "_fused_elemwise"]
+                pending = [job for job in jobs if not precompile.is_cached(job[0])]
+                if pending:
+                    precompile.compile_elsewhere(pending)
+                for kernel, variant in jobs:
+                    kernel.ensure_compiled(variant)
+            self._current = self._build(fused)
+        except Exception as err:       # the unfused graph gives the same results: keep it, say why
+            if threading.current_thread() is threading.main_thread():
+                raise
+            warnings.warn(f"mixnet: fusing a hybridized graph failed ({type(err).__name__}: {err}); it keeps "
+                          "running unfused")
+
+    def wait_fused(self):
+        if self._fusing is not None:
+            self._fusing.join()
+
+    @property
+    def symbol(self):
+        return self._current.symbol
+
+    @property
+    def compiled(self):
+        return self._current.graph
+
+    @property
+    def fused_groups(self):
+        return self._current.fused_groups
 
     def run(self, arrays, is_train):
-        return self.compiled(arrays, is_train)
+        return self._current.graph(arrays, is_train)
 
     def memory_report(self):
         """Bytes: 'naive' (every intermediate kept), 'peak' (most live at once in the compiled schedule),
         'outputs' (returned), 'planned' (static buffers, None without static_alloc)."""
-        return memory.report(self.symbol, *self._types, self._slots)
+        current = self._current
+        return memory.report(current.symbol, *current.types, current.slots)
 
 
 def _static_buffers(symbol, eshape, edtype, ctx):

@@ -11,6 +11,7 @@ import itertools
 
 import numpy as np
 
+from ..base import MXNetError
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_int, parse_shape
 from .common import call
 from .registry import OpDef, OpTest, register
@@ -475,13 +476,24 @@ def _k_fc_wgrad(xp, grad, data):
     return xp.matmul(grad.T, data)
 
 
+def _infer_matmul(transpose_lhs):
+    """Shapes of grad @ weight (_fc_data_grad) and grad.T @ data (_fc_weight_grad), without running a GEMM."""
+    def infer(shapes, dtypes, **attrs):
+        a, b = (tuple(s) for s in shapes)
+        rows, inner = (a[1], a[0]) if transpose_lhs else (a[0], a[1])
+        if len(a) != 2 or len(b) != 2 or inner != b[0]:
+            raise MXNetError(f"cannot multiply {'the transpose of ' if transpose_lhs else ''}{a} by {b}")
+        return [(rows, b[1])], [np.result_type(*dtypes)]
+    return infer
+
+
 register(OpDef(
-    name="_fc_data_grad", kernel=_k_fc_dgrad, inputs=("grad", "weight"), hidden=True,
+    name="_fc_data_grad", kernel=_k_fc_dgrad, inputs=("grad", "weight"), hidden=True, infer=_infer_matmul(False),
     grad=lambda c, h: (call("FullyConnected", h, c.inputs[1], num_hidden=c.inputs[1].shape[0], no_bias=True),
                        call("_fc_weight_grad", c.inputs[0], h)),
     test=OpTest(ref=lambda g, w: g.astype(np.float64) @ w, cases=((((3, 4), (4, 5)), {}),))))
 register(OpDef(
-    name="_fc_weight_grad", kernel=_k_fc_wgrad, inputs=("grad", "data"), hidden=True,
+    name="_fc_weight_grad", kernel=_k_fc_wgrad, inputs=("grad", "data"), hidden=True, infer=_infer_matmul(True),
     grad=lambda c, h: (call("FullyConnected", c.inputs[1], h, num_hidden=h.shape[0], no_bias=True),
                        call("_fc_data_grad", c.inputs[0], h)),
     test=OpTest(ref=lambda g, x: g.T.astype(np.float64) @ x, cases=((((3, 4), (3, 5)), {}),))))
@@ -513,6 +525,17 @@ def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten):
     return y.reshape(out_shape).astype(data.dtype, copy=False)
 
 
+def _infer_fc(shapes, dtypes, num_hidden, no_bias, flatten):
+    data, weight = tuple(shapes[0]), tuple(shapes[1])
+    k = int(np.prod(data[1:], dtype=np.int64)) if flatten else (data[-1] if data else 1)
+    if weight != (num_hidden, k):
+        raise MXNetError(f"weight shape {weight} does not match ({num_hidden}, {k}) (num_hidden, input features)")
+    if not no_bias and len(shapes) > 2 and tuple(shapes[2]) != (num_hidden,):
+        raise MXNetError(f"bias shape {tuple(shapes[2])} does not match ({num_hidden},) (num_hidden,)")
+    out = (data[0], num_hidden) if flatten else data[:-1] + (num_hidden,)
+    return [out], [np.dtype(dtypes[0])]
+
+
 def _g_fc(c, g):
     x, w = c.inputs[:2]
     k = w.shape[1]
@@ -534,7 +557,7 @@ def _ref_fc(x, w, b=None, num_hidden=None, no_bias=False, flatten=True):
 
 
 register(OpDef(
-    name="FullyConnected", kernel=_k_fc, inputs=_fc_inputs, grad=_g_fc,
+    name="FullyConnected", kernel=_k_fc, inputs=_fc_inputs, grad=_g_fc, infer=_infer_fc,
     attrs={"num_hidden": Attr(parse_int, REQUIRED), "no_bias": Attr(parse_bool, False),
            "flatten": Attr(parse_bool, True)},
     test=OpTest(ref=_ref_fc, cases=(

@@ -10,6 +10,7 @@ not recording (inference) — backward-graph fusion comes with graph-mode autodi
 """
 import numpy as np
 
+from .. import config
 from ..ops import registry
 from .graph import Node, topo_order
 from .infer import infer_graph
@@ -73,12 +74,16 @@ def _groups(nodes, fusible, eshape):
     return [members for members in groups.values() if len(members) > 1]
 
 
-def fuse(symbol, shapes, dtypes):
-    """Returns (fused symbol, number of fused groups). shapes/dtypes: {input name: shape/dtype}."""
+def fuse(symbol, shapes, dtypes, min_size=None, compile_now=True):
+    """Returns (fused symbol, number of fused groups). shapes/dtypes: {input name: shape/dtype}; groups whose
+    result has fewer than min_size elements (default config.FUSE_MIN_SIZE) stay unfused. compile_now=False
+    leaves the kernels to be compiled by the caller (Kernel.ensure_compiled)."""
     from .symbol import Symbol
+    min_size = config.FUSE_MIN_SIZE if min_size is None else min_size
     nodes = topo_order(symbol._outputs)
     eshape, edtype = infer_graph(nodes, shapes, dtypes, False)
-    fusible = {id(n): _fusible(n, eshape, edtype) for n in nodes}
+    fusible = {id(n): _fusible(n, eshape, edtype) and int(np.prod(eshape[(id(n), 0)])) >= min_size
+               for n in nodes}
     candidates = _groups(nodes, fusible, eshape)
     if not candidates:
         return symbol, 0
@@ -94,7 +99,7 @@ def fuse(symbol, shapes, dtypes):
         outputs = [m for m in members if id(m) in heads
                    or any(id(c) not in inside for c in consumers.get(id(m), ()))]
         group, externals = group_from_nodes(members, outputs, dtype=edtype[(id(members[0]), 0)].name)
-        kernel = compile_kernel(group)
+        kernel = compile_kernel(group, compile_now=compile_now)
         entry = {"members": members, "outputs": outputs, "externals": externals, "kernel": kernel, "node": None}
         groups.append(entry)
         for m in members:

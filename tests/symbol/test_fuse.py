@@ -111,3 +111,38 @@ def test_fused_kernel_source_is_readable(dtype):
     source = node.attrs["kernel"].source
     assert groups == 1 and "# _mul_scalar" in source and "# tanh" in source
     assert fused.eval(x=nd.ones((8,), dtype=dtype))[0].dtype is np.dtype(dtype).type
+
+
+def test_small_groups_stay_unfused_by_default():
+    x = mx.sym.var("x")
+    chain = mx.sym.tanh(x * 0.5 + 1)
+    _, groups = fuse(chain, {"x": (64,)}, {"x": np.float32}, min_size=16384)
+    assert groups == 0                                    # a kernel call costs more than 3 numpy passes here
+    _, groups = fuse(chain, {"x": (128, 128)}, {"x": np.float32}, min_size=16384)
+    assert groups == 1
+
+
+def test_kernels_compile_in_the_background_while_calls_run_unfused(monkeypatch):
+    from mixnet import config
+    from mixnet.codegen import numba_cpu
+    monkeypatch.setattr(config, "COMPILE_BACKGROUND", True)
+    gate = __import__("threading").Event()
+    real = numba_cpu.compile_kernel
+
+    def slow_compile(*args, **kwargs):
+        gate.wait(10)                                     # the "compile" ends only when the test says so
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(numba_cpu, "compile_kernel", slow_compile)
+    block = Chain()
+    block.hybridize()
+    x = nd.array(np.random.default_rng(0).uniform(-4, 4, (6, 5)).astype(np.float32))
+    b = nd.ones((5,))
+    first, _ = block(x, b)                                # returns before any kernel is compiled
+    plan = block._last_graph.inference
+    assert plan.fused_groups == 0
+    gate.set()
+    plan.wait_fused()
+    assert plan.fused_groups == 1
+    later, _ = block(x, b)
+    np.testing.assert_allclose(later.asnumpy(), first.asnumpy(), rtol=2e-6, atol=2e-6)
