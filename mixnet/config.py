@@ -8,6 +8,10 @@ MIXNET_COMPILE_BACKGROUND=0
                         compile fused kernels before a hybridized block's first call returns. By default (1) the
                         first calls run the unfused compiled graph while the kernels compile in a background
                         thread, and later calls switch to the fused graph once it is ready.
+MXNET_BACKWARD_DO_MIRROR=1
+                        MXNet's mirror option, for every hybridized block (per block: hybridize(mirror=True)):
+                        elementwise results are recomputed in the backward pass instead of kept from the
+                        forward, trading one more pass over memory for less training memory.
 """
 import os
 
@@ -22,3 +26,4 @@ def _flag(name, default=False):
 DEBUG_ERRORS = _flag("MIXNET_DEBUG_ERRORS")
 FUSE_MIN_SIZE = int(float(os.environ.get("MIXNET_FUSE_MIN_SIZE", 16384)))
 COMPILE_BACKGROUND = _flag("MIXNET_COMPILE_BACKGROUND", True)
+MIRROR = _flag("MXNET_BACKWARD_DO_MIRROR")

@@ -409,8 +409,10 @@ class HybridBlock(Block):
 
         static_alloc=True: values inside a call that fused kernels compute get planned buffers, allocated once
         and reused by every call (co-shared when their lifetimes do not overlap); outputs are always fresh
-        arrays. A plan's memory_report() compares planned and naive bytes. static_shape, inline_limit and the
-        bulk sizes are accepted for MXNet compatibility (every signature is already planned once).
+        arrays. A plan's memory_report() compares planned and naive bytes. mirror=True (or
+        MXNET_BACKWARD_DO_MIRROR=1): elementwise results are recomputed in the backward pass instead of kept
+        from the forward (less training memory). static_shape, inline_limit and the bulk sizes are accepted
+        for MXNet compatibility (every signature is already planned once).
 
         check=True (or an int n; env MIXNET_HYBRIDIZE_CHECK=1): the first n calls (default 2) also run eagerly
         and compare op by op, forward and gradients, raising HybridizeCheckError at the first divergence."""

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .. import autograd
+from .. import autograd, config
 from ..base import MXNetError
 from ..context import current_context
 from ..ndarray.ndarray import NDArray, _wrap
@@ -123,19 +123,19 @@ class CachedGraph:
         if missing:
             raise MXNetError(f"{type(block).__name__} {block.name!r}: the traced graph uses {missing}, which "
                              "are not parameters of this block (was a parameter created inside forward?)")
-        self._prepare(traced, input_names, params, flat, constants, block._flags.get("static_alloc", False))
+        self._prepare(traced, input_names, params, flat, constants, block._flags)
 
     @classmethod
-    def from_symbol(cls, symbol, input_names, params, flat, static_alloc=False):
+    def from_symbol(cls, symbol, input_names, params, flat, flags):
         """A graph for an existing Symbol (SymbolBlock): inputs `input_names` take `flat`, in order; every other
         variable is read from params ({name: Parameter}). Outputs come back as a list."""
         graph = cls.__new__(cls)
         graph.in_structure = None
         graph.out_structure = ("list", ("x",) * len(symbol._outputs))
-        graph._prepare(symbol, list(input_names), params, flat, {}, static_alloc)
+        graph._prepare(symbol, list(input_names), params, flat, {}, flags)
         return graph
 
-    def _prepare(self, symbol, input_names, params, flat, constants, static_alloc):
+    def _prepare(self, symbol, input_names, params, flat, constants, flags):
         self.symbol = symbol                                                   # as traced (what export writes)
         self.plan = passes.run(symbol, cached_op.GRAPH_PASSES)                 # what check mode interprets
         self.input_names = input_names
@@ -152,7 +152,8 @@ class CachedGraph:
             self.shapes[name], self.dtypes[name] = tuple(data.shape), np.dtype(data.dtype)
         # fusion runs on CPU; GPU graphs run their kernels op by op until the CUDA backend is wired in
         self.fusion = FUSE and self.ctx.device_type == "cpu"
-        self.static_alloc = bool(static_alloc)
+        self.static_alloc = bool(flags.get("static_alloc", False))
+        self.mirror = bool(flags.get("mirror", config.MIRROR))
         self._inference = None
         self._training = {}
 
@@ -168,7 +169,7 @@ class CachedGraph:
         if plan is None:
             plan = self._training[mask] = cached_op.TrainingPlan(self.plan, self.names, mask, self.shapes,
                                                                  self.dtypes, self.ctx, self.is_train, self.fusion,
-                                                                 self.static_alloc)
+                                                                 self.static_alloc, self.mirror)
         return plan
 
     def _inputs(self, flat):

@@ -141,7 +141,8 @@ def _static_buffers(symbol, eshape, edtype, ctx):
 class TrainingPlan:
     """Forward and backward of one graph for one gradient mask, compiled."""
 
-    def __init__(self, symbol, names, mask, shapes, dtypes, ctx, is_train, fusion, static_alloc=False):
+    def __init__(self, symbol, names, mask, shapes, dtypes, ctx, is_train, fusion, static_alloc=False,
+                 mirror=False):
         self.plan = symbol
         self.names = names
         self.wrt = [n for n, m in zip(names, mask) if m]
@@ -150,34 +151,26 @@ class TrainingPlan:
         self.n_out = len(symbol._outputs)
         grads, head_vars = autodiff.gradient(symbol, self.wrt, shapes, dtypes, is_train, ctx)
         forward_ids = {id(n) for n in topo_order(symbol._outputs)}
-        backward_nodes = [n for n in topo_order([g for g in grads if g is not None]) if id(n) not in forward_ids]
-        # forward values the backward reads: kept from the forward call ("saved")
-        saved, seen = [], set()
-        for node in backward_nodes:
-            for src, index in node.inputs:
-                if id(src) in forward_ids and (id(src), index) not in seen:
-                    seen.add((id(src), index))
-                    saved.append((src, index))
-        for g in grads:
-            if g is not None and id(g[0]) in forward_ids and (id(g[0]), g[1]) not in seen:
-                seen.add((id(g[0]), g[1]))
-                saved.append(g)                  # a gradient that is a forward value (e.g. a head gradient alias)
+        mirrored = {id(n) for n in topo_order(symbol._outputs) if _recomputable(n)} if mirror else set()
+        # the backward graph reads forward values through variables `_saved{k}`: kept from the forward call
+        # ("saved"), or, for mirrored nodes, recomputed in the backward from what is saved
+        backward, present, saved = _rebuild(grads, forward_ids, mirrored)
+        self.grad_present = present
         saved_ops = [e for e in saved if e[0].op is not None]
         self.saved_inputs = [names.index(e[0].name) for e in saved if e[0].op is None]
+        order = saved_ops + [e for e in saved if e[0].op is None]
         forward = Symbol(list(symbol._outputs) + saved_ops)
         self.forward = InferencePlan(forward, names, shapes, dtypes, ctx, fusion, static_alloc)
-        # the backward graph: forward entries become variables `_saved{k}` in the order the forward returns them
-        order = saved_ops + [e for e in saved if e[0].op is None]
-        saved_vars = {(id(n), i): Node(None, f"_saved{k}") for k, (n, i) in enumerate(order)}
-        read = {id(src) for n in backward_nodes for src, _ in n.inputs} | {id(g[0]) for g in grads if g is not None}
-        self.head_index = sorted(k for k, var in head_vars.items() if id(var) in read)
+        variables = {n.name: n for n in (backward._nodes() if backward is not None else ()) if n.op is None}
+        self.head_index = sorted(k for k, var in head_vars.items() if variables.get(var.name) is var)
         heads = [head_vars[k].name for k in self.head_index]
-        backward, present = _rebuild(grads, forward_ids, saved_vars)
-        self.grad_present = present
-        bshapes, bdtypes = _backward_types(symbol, order, heads, shapes, dtypes)
-        bnames = heads + [f"_saved{k}" for k in range(len(order))]
-        self.backward = (InferencePlan(backward, bnames, bshapes, bdtypes, ctx, fusion, static_alloc)
+        saved_names = [f"_saved{saved.index(e)}" for e in order]
+        bshapes, bdtypes = _backward_types(symbol, saved, heads, shapes, dtypes)
+        self.backward = (InferencePlan(backward, heads + saved_names, bshapes, bdtypes, ctx, fusion, static_alloc)
                          if backward is not None else None)
+        eshape, edtype = autodiff.exact_types(symbol, shapes, dtypes)
+        self.saved_bytes = sum(int(np.prod(eshape[(id(n), i)], dtype=np.int64)) * edtype[(id(n), i)].itemsize
+                               for n, i in saved_ops)
         self.random = self.forward.compiled.random
         self.mutated = [names[k] for k in self.forward.compiled.mutated]
         self.op = OpDef(name="_CachedOp", kernel=None, grad=self._grad_rule, doc="a hybridized block's call")
@@ -239,14 +232,27 @@ class TrainingPlan:
         return tuple(autograd.local_gradients(outs, list(out_grads), proxies))
 
 
-def _rebuild(grads, forward_ids, saved_vars):
-    """The backward Symbol over new nodes: forward entries read through `saved_vars`. Returns (symbol or None,
-    [whether each gradient exists])."""
-    memo = {}
+def _recomputable(node):
+    """Mirroring: elementwise ops are recomputed in the backward instead of kept, as MXNet's mirror option does
+    (one more pass over memory buys one activation less to hold between forward and backward)."""
+    op = node.op
+    return (op is not None and op.kind in ("unary", "binary", "broadcast", "scalar") and not op.random
+            and not op.mutates and node.num_outputs() == 1)
+
+
+def _rebuild(grads, forward_ids, mirrored):
+    """The backward Symbol over new nodes. Forward entries it reads become variables `_saved{k}`, except those of
+    `mirrored` nodes, which are cloned into it (reading their own inputs the same way). Returns (symbol or None,
+    [whether each gradient exists], [saved forward entries, k-th is `_saved{k}`])."""
+    memo, saved_vars, saved = {}, {}, []
 
     def entry(src, index):
-        if id(src) in forward_ids:
-            return saved_vars[(id(src), index)], 0
+        if id(src) in forward_ids and id(src) not in mirrored:
+            key = (id(src), index)
+            if key not in saved_vars:
+                saved_vars[key] = Node(None, f"_saved{len(saved)}")
+                saved.append((src, index))
+            return saved_vars[key], 0
         return clone(src), index
 
     def clone(node):
@@ -262,17 +268,17 @@ def _rebuild(grads, forward_ids, saved_vars):
         if g is not None:                      # clone iteratively in topological order (deep graphs)
             for node in topo_order([g]):
                 if node.op is not None and id(node) not in forward_ids:
-                    clone(node)
+                    clone(node)               # mirrored forward nodes are cloned on demand, from entry()
     outputs = [entry(*g) for g in grads if g is not None]
-    return (Symbol(outputs) if outputs else None), [g is not None for g in grads]
+    return (Symbol(outputs) if outputs else None), [g is not None for g in grads], saved
 
 
-def _backward_types(symbol, order, heads, shapes, dtypes):
+def _backward_types(symbol, saved, heads, shapes, dtypes):
     eshape, edtype = autodiff.exact_types(symbol, shapes, dtypes)
     bshapes, bdtypes = {}, {}
     for name in heads:
         node, index = symbol._outputs[int(name[len(autodiff.head_grad_name(0)) - 1:])]
         bshapes[name], bdtypes[name] = eshape[(id(node), index)], edtype[(id(node), index)]
-    for k, (node, index) in enumerate(order):
+    for k, (node, index) in enumerate(saved):
         bshapes[f"_saved{k}"], bdtypes[f"_saved{k}"] = eshape[(id(node), index)], edtype[(id(node), index)]
     return bshapes, bdtypes

@@ -111,7 +111,7 @@ class SymbolBlock(HybridBlock):
         graph = self._cached_graphs.get(key)
         if graph is None:
             graph = self._cached_graphs[key] = cached_graph.CachedGraph.from_symbol(
-                self._symbol, self._input_names, self._reg_params, args, self._flags.get("static_alloc", False))
+                self._symbol, self._input_names, self._reg_params, args, self._flags)
         outs = graph.run(self, args)
         return outs[0] if len(outs) == 1 else outs
 

@@ -457,3 +457,28 @@ def test_static_alloc_reuses_planned_buffers_and_keeps_results():
         yp = plain(xp)
     yp.backward()
     np.testing.assert_allclose(x.grad.asnumpy(), xp.grad.asnumpy(), rtol=1e-6)
+
+
+def test_mirror_recomputes_elementwise_values_and_keeps_gradients(monkeypatch):
+    from mixnet import config
+    results = {}
+    for mirror in (False, True, "env"):
+        mx.random.seed(0)
+        net = nn.HybridSequential()
+        for _ in range(3):
+            net.add(nn.Dense(16, activation="relu", in_units=16), nn.Dense(16, activation="tanh", in_units=16))
+        net.initialize(mx.init.Xavier())
+        if mirror == "env":
+            monkeypatch.setattr(config, "MIRROR", True)
+            net.hybridize()
+        else:
+            net.hybridize(mirror=mirror)
+        x = nd.random.uniform(-1, 1, shape=(8, 16))
+        with autograd.record():
+            loss = (net(x) ** 2).sum()
+        loss.backward()
+        (plan,) = net._last_graph._training.values()
+        results[mirror] = (plan.saved_bytes, [p.grad().asnumpy() for p in net.collect_params().values()])
+    assert results[True][0] < results[False][0] and results["env"][0] == results[True][0]
+    for a, b in zip(results[False][1], results[True][1]):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
