@@ -178,9 +178,9 @@ def exact_types(symbol, shapes, dtypes):
         try:
             out_shapes, out_dtypes = common.infer(node.op, [eshape[(id(s), i)] for s, i in node.inputs],
                                                   [edtype[(id(s), i)] for s, i in node.inputs], attrs)
-        except MXNetError as err:
-            where = f" (created at {node.location})" if node.location else ""
-            raise MXNetError(f"in node {node.name!r}{where}: {str(err).split(chr(10) + '  at ')[0]}") from None
+        except MXNetError as err:            # name the graph node and the line that made it, not mixnet's caller
+            where = f"\n  at {node.location}" if node.location else ""
+            raise MXNetError(f"{str(err).split(chr(10) + '  at ')[0]} (graph node {node.name!r}){where}") from None
         for k, (shape, dtype) in enumerate(zip(out_shapes, out_dtypes)):
             eshape[(id(node), k)], edtype[(id(node), k)] = tuple(shape), np.dtype(dtype)
     return eshape, edtype
