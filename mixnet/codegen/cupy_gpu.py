@@ -55,7 +55,8 @@ import numpy as np
 from ..base import MXNetError
 from . import cache, templates
 
-__all__ = ["Layout", "FLAT", "CudaSource", "render_kernel", "plan_layout", "CudaKernel", "compile_kernel",
+__all__ = ["Layout", "FLAT", "CudaSource", "render_kernel", "plan_layout", "launch_plan", "CudaKernel",
+           "compile_kernel",
            "compile_cubin", "KernelCompileError", "BLOCK"]
 
 KERNEL_NAME = "mx_fused"
@@ -224,6 +225,15 @@ def plan_layout(shape, inputs):
     if not strided:
         return Layout(0, (), wide), tuple(dims), {}
     return Layout(len(dims), strided, wide), tuple(dims), {k: tuple(strides[k]) for k in strided}
+
+
+def launch_plan(shape, inputs):
+    """(layout, scalars) for a launch: `scalars` are n followed by the arguments after the pointers (the dims
+    d1.., then each strided input's strides), as numpy integers of the layout's index type."""
+    layout, dims, strides = plan_layout(shape, inputs)
+    index = np.int64 if layout.wide else np.int32
+    scalars = [index(math.prod(shape))] + ([index(d) for d in dims[1:]] if layout.strided else [])
+    return layout, scalars + [index(s) for k in layout.strided for s in strides[k]]
 
 
 # ------------------------------------------------------------------------------------------------ rendering
@@ -433,14 +443,10 @@ class CudaKernel:
         targets = [o if o.flags.c_contiguous else cupy.empty(shape, self.dtype) for o in outs]
         n = math.prod(shape)
         if n:
-            layout, dims, strides = plan_layout(shape, [(a.shape, [s // item for s in a.strides]) for a in arrays])
+            layout, scalars = launch_plan(shape, [(a.shape, [s // item for s in a.strides]) for a in arrays])
             fn = self.function(layout)
-            index = np.int64 if layout.wide else np.int32
-            args = [index(n), *arrays, *targets]
-            args += [index(d) for d in dims[1:]] if layout.strided else []
-            args += [index(s) for k in layout.strided for s in strides[k]]
             try:
-                fn((_grid(n),), (BLOCK,), tuple(args))
+                fn((_grid(n),), (BLOCK,), (scalars[0], *arrays, *targets, *scalars[1:]))
             except cupy.cuda.compiler.CompileException as e:
                 raise _explain(self.sources[layout], str(e), self.paths[layout]) from None
         for o, t in zip(outs, targets):

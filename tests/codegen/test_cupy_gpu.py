@@ -75,13 +75,13 @@ class Case:
     block: int = 5
 
     def plan(self):
+        """(shape, layout, scalars) as CudaKernel plans its launch (cupy_gpu.launch_plan)."""
         shape = np.broadcast_shapes(*(a.shape for a in self.inputs))
         item = np.dtype(self.group.dtype).itemsize
-        layout, dims, strides = cg.plan_layout(shape, [(a.shape, [s // item for s in a.strides])
-                                                       for a in self.inputs])
+        layout, scalars = cg.launch_plan(shape, [(a.shape, [s // item for s in a.strides]) for a in self.inputs])
         if self.wide:
             layout = dataclasses.replace(layout, wide=True)
-        return shape, layout, dims, strides
+        return shape, layout, scalars
 
 
 def _tolerance(dtype):
@@ -339,6 +339,14 @@ def test_layouts_collapse_dims_and_find_strided_inputs(shape, inputs, layout, di
     assert cg.plan_layout(shape, inputs) == (layout, dims, strides)
 
 
+def test_launch_plan_passes_n_dims_and_strides_in_the_index_type():
+    layout, scalars = cg.launch_plan((3, 4, 5), [((3, 4, 5), (20, 5, 1)), ((4, 1), (1, 1))])
+    assert layout == cg.Layout(3, (1,)) and scalars == [60, 4, 5, 0, 1, 0]   # n, d1, d2, x1's strides
+    assert all(type(v) is np.int32 for v in scalars)
+    layout, scalars = cg.launch_plan((2**31,), [((2**31,), (1,))])
+    assert layout.wide and scalars == [2**31] and type(scalars[0]) is np.int64
+
+
 def test_import_mixnet_and_rendering_leave_cupy_unimported(tmp_path):
     code = ("import sys, mixnet as mx\n"
             "from mixnet.codegen import cupy_gpu\n"
@@ -411,15 +419,13 @@ def shim(tmp_path_factory):
 def _run_on_shim(shim, case):
     """Launch `case` through the shim exactly as CudaKernel launches on cupy: the same layout planning, the same
     argument order; outputs allocated C-contiguous."""
-    shape, layout, dims, strides = case.plan()
+    shape, layout, scalars = case.plan()
     source = cg.render_kernel(case.group, layout)
     dtype = np.dtype(case.group.dtype)
     outs = [np.full(shape, -7.0, dtype) for _ in case.group.outputs]
-    n = math.prod(shape)
-    if n:
-        args = [n] + [a.ctypes.data for a in case.inputs] + [o.ctypes.data for o in outs]
-        args += list(dims[1:]) if layout.strided else []
-        args += [s for k in layout.strided for s in strides[k]]
+    if math.prod(shape):
+        pointers = [a.ctypes.data for a in case.inputs] + [o.ctypes.data for o in outs]
+        args = [int(scalars[0])] + pointers + [int(v) for v in scalars[1:]]
         shim[source.text](case.grid, case.block, *args)
     return outs
 
