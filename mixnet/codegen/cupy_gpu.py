@@ -56,8 +56,7 @@ from ..base import MXNetError
 from . import cache, templates
 
 __all__ = ["Layout", "FLAT", "CudaSource", "render_kernel", "plan_layout", "launch_plan", "CudaKernel",
-           "compile_kernel",
-           "compile_cubin", "KernelCompileError", "BLOCK"]
+           "compile_kernel", "compile_cubin", "KernelCompileError", "BLOCK"]
 
 KERNEL_NAME = "mx_fused"
 BLOCK = 256                     # threads per block; the grid is capped (see _grid) and the loop strides over it
