@@ -30,7 +30,8 @@ import sys
 import tempfile
 import threading
 
-__all__ = ["cache_dir", "set_cache_dir", "kernel_name", "load_source", "purge_numba_cache", "numba_cache_dir"]
+__all__ = ["cache_dir", "set_cache_dir", "kernel_name", "load_source", "store_source", "purge_numba_cache",
+           "numba_cache_dir"]
 
 _lock = threading.RLock()
 _override = None
@@ -89,6 +90,19 @@ def _numba_cache_dir_set():
         yield
     finally:
         numba.config.CACHE_DIR = previous
+
+
+def store_source(source, suffix):
+    """Write `source` to `<cache_dir>/mx_<sha1><suffix>` unless an intact copy is there; returns the path. For
+    kernels another compiler caches itself (CUDA sources: cupy keeps their cubins), so people can open them."""
+    name = kernel_name(source)
+    with _lock:
+        directory = cache_dir()
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, name + suffix)
+        if not _file_is_valid(path, name):
+            _write_atomic(path, source)
+        return path
 
 
 def load_source(source, fresh=False):

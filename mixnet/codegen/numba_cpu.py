@@ -32,77 +32,18 @@ Rules of the generated code:
 """
 import ast
 import os
-import re
 import sys
 import threading
-from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
-from . import approx, cache
+from . import approx, cache, templates
+from .ir import Group, Ref, Step, group_from_nodes, inp, step  # noqa: F401 - re-exported: the IR's old home
 
 __all__ = ["Ref", "inp", "step", "Step", "Group", "render_kernel", "compile_kernel", "Kernel", "group_from_nodes",
            "DEFAULT_PARALLEL_THRESHOLD"]
 
 DEFAULT_PARALLEL_THRESHOLD = 100_000
-
-
-# ------------------------------------------------------------------------------------------------ the group
-@dataclass(frozen=True)
-class Ref:
-    kind: str        # 'input' or 'step'
-    index: int
-
-
-def inp(k):
-    """The k-th external input of the group."""
-    return Ref("input", k)
-
-
-def step(j):
-    """The result of step j (an earlier step)."""
-    return Ref("step", j)
-
-
-@dataclass
-class Step:
-    op: str                                   # op name, for the comment
-    template: str                             # the op's scalar template: "{0} * {scalar}", "max({0}, 0)"
-    inputs: tuple                             # Refs, one per {0}, {1}, ...
-    attrs: dict = field(default_factory=dict) # numeric attribute values, one per {name}
-    location: Optional[str] = None            # the user's "file:line"
-
-
-@dataclass
-class Group:
-    steps: list
-    outputs: list                             # step indices
-    n_inputs: int
-    dtype: str = "float32"
-
-
-def group_from_nodes(nodes, outputs, dtype="float32"):
-    """A Group from graph Nodes (mixnet.symbol.graph) in topological order, each an elementwise op with a scalar
-    template. Inputs from outside `nodes` become the group's external inputs. Returns (group, external_entries):
-    the (node, output_index) entries the kernel's inputs are, in order."""
-    index = {id(n): k for k, n in enumerate(nodes)}
-    externals, positions, steps = [], {}, []
-    for node in nodes:
-        refs = []
-        for src, oi in node.inputs:
-            if id(src) in index:
-                refs.append(step(index[id(src)]))
-            else:
-                key = (id(src), oi)
-                if key not in positions:
-                    positions[key] = len(externals)
-                    externals.append((src, oi))
-                refs.append(inp(positions[key]))
-        attrs = {k: v for k, v in node.attrs.items()
-                 if isinstance(v, (int, float, np.number)) and not isinstance(v, bool)}
-        steps.append(Step(node.op.name, node.op.scalar, tuple(refs), attrs, node.location))
-    return Group(steps, [index[id(n)] for n in outputs], len(externals), dtype), externals
 
 
 # ------------------------------------------------------------------------------------------------ rendering
@@ -119,7 +60,6 @@ _COMMON = {
 }
 _APPROX_F32 = {"exp": "exp_f32", "expm1": "expm1_f32", "log": "log_f32", "log1p": "log1p_f32",
                "tanh": "tanh_f32", "erf": "erf_f32", "sigmoid": "sigmoid_f32"}
-_BOOL_FUNCS = {"isnan", "isinf", "isfinite"}
 _CAST_FUNCS = {"erfinv", "lgamma", "tgamma", "erf"}        # may return float64: cast back
 # Ops whose template has a better-behaved fused form (sigmoid's 1/(1+exp(-x)) overflows exp for x < -88.7).
 _OP_TEMPLATES_APPROX = {"sigmoid": "sigmoid({0})"}
@@ -134,38 +74,23 @@ def _function_table(dtype, exact):
 
 
 class _Renderer(ast.NodeTransformer):
-    def __init__(self, names, attrs, functions, const):
-        self.names, self.attrs, self.functions, self.const = names, attrs, functions, const
+    """A parsed template (templates.parse) -> Python: constants in the kernel dtype, functions mapped."""
+
+    def __init__(self, functions, const):
+        self.functions, self.const = functions, const
         self.used = set()
 
-    def visit_Name(self, node):
-        if node.id in self.names:
-            return ast.copy_location(ast.Name(self.names[node.id], ast.Load()), node)
-        if node.id in self.attrs:
-            return ast.copy_location(self.const(self.attrs[node.id]), node)
-        raise ValueError(f"unknown name {node.id!r} in a template")
-
     def visit_Constant(self, node):
-        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-            raise ValueError(f"unsupported constant {node.value!r} in a template")
         return ast.copy_location(self.const(node.value), node)
 
     def visit_Call(self, node):
-        if not isinstance(node.func, ast.Name) or node.func.id not in self.functions:
-            raise ValueError(f"unknown template function {ast.unparse(node.func)!r}")
+        if node.func.id not in self.functions:
+            raise ValueError(f"template function {node.func.id!r} has no Numba form")
         target = self.functions[node.func.id]
         self.used.add(target)
         node.args = [self.visit(a) for a in node.args]
         node.func = ast.parse(target, mode="eval").body
         return node
-
-
-def _is_bool(tree):
-    if isinstance(tree, (ast.Compare, ast.BoolOp)) or (isinstance(tree, ast.UnaryOp) and isinstance(tree.op, ast.Not)):
-        return True
-    if isinstance(tree, ast.BinOp) and isinstance(tree.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
-        return True
-    return isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id in _BOOL_FUNCS
 
 
 def _render_expr(template, args, attrs, dtype, functions, used):
@@ -181,26 +106,11 @@ def _render_expr(template, args, attrs, dtype, functions, used):
             return ast.parse(f"np.float32({text})", mode="eval").body
         return ast.parse(text, mode="eval").body
 
-    names = {}
-
-    def placeholder(match):
-        key = match.group(1)
-        if key.isdigit():
-            k = int(key)
-            if k >= len(args):
-                raise ValueError(f"template {template!r} needs input {k}, the step has {len(args)}")
-            names[f"__in{k}"] = args[k]
-            return f"__in{k}"
-        if key not in attrs:
-            raise ValueError(f"template {template!r} needs attribute {key!r}")
-        return f"__attr_{key}"
-
-    source = re.sub(r"\{(\w+)\}", placeholder, template)
-    tree = ast.parse(source, mode="eval").body
-    head_is_bool = _is_bool(tree)
-    head_needs_cast = isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and \
+    tree = templates.parse(template, args, attrs)
+    head_is_bool = templates.is_bool(tree)
+    head_needs_cast = isinstance(tree, ast.Call) and \
         tree.func.id in _CAST_FUNCS and functions.get(tree.func.id, "").startswith(("math.", "erfinv"))
-    renderer = _Renderer(names, {f"__attr_{k}": v for k, v in attrs.items()}, functions, const)
+    renderer = _Renderer(functions, const)
     tree = renderer.visit(tree)
     used |= renderer.used
     text = ast.unparse(tree)
@@ -215,32 +125,19 @@ def _needs_f32_cast(used):
 
 def render_kernel(group, exact=False):
     """The source of the kernel module for `group` (see the module docstring)."""
-    dtype = np.dtype(group.dtype).name
-    if dtype not in ("float32", "float64"):
-        raise ValueError(f"codegen supports float32 and float64 kernels, not {dtype}")
+    dtype = templates.kernel_dtype(group)
     functions = _function_table(dtype, exact)
     used = set()
     body, comments = [], []
-    loaded = set()
-    for j, s in enumerate(group.steps):
-        args = []
-        for ref in s.inputs:
-            if ref.kind == "input":
-                if not 0 <= ref.index < group.n_inputs:
-                    raise ValueError(f"step {j} ({s.op}) reads input {ref.index} of {group.n_inputs}")
-                loaded.add(ref.index)
-                args.append(f"a{ref.index}")
-            else:
-                if not 0 <= ref.index < j:
-                    raise ValueError(f"step {j} ({s.op}) reads step {ref.index}, not an earlier step")
-                args.append(f"v{ref.index}")
+    rows, loaded = templates.step_arguments(group)
+    for j, s, args in rows:
         template = s.template
         if dtype == "float32" and not exact and s.op in _OP_TEMPLATES_APPROX:
             template = _OP_TEMPLATES_APPROX[s.op]
         expr = _render_expr(template, args, s.attrs, dtype, functions, used)
         body.append(f"v{j} = {expr}")
         comments.append(f"{s.op:<14} {s.location}" if s.location else s.op)
-    body = [f"a{k} = x{k}[i]" for k in sorted(loaded)] + body
+    body = [f"a{k} = x{k}[i]" for k in loaded] + body
     comments = [None] * len(loaded) + comments
     for o, j in enumerate(group.outputs):
         body.append(f"out{o}[i] = v{j}")

@@ -150,8 +150,7 @@ class CachedGraph:
         for name, p in zip(self.param_names, self.params):
             data = p.data(self.ctx)
             self.shapes[name], self.dtypes[name] = tuple(data.shape), np.dtype(data.dtype)
-        # fusion runs on CPU; GPU graphs run their kernels op by op until the CUDA backend is wired in
-        self.fusion = FUSE and self.ctx.device_type == "cpu"
+        self.fusion = FUSE                      # Numba kernels on CPU, CUDA through cupy on GPU
         self.static_alloc = bool(flags.get("static_alloc", False))
         self.mirror = bool(flags.get("mirror", config.MIRROR))
         self._inference = None

@@ -63,6 +63,7 @@ class InferencePlan:
 
     def __init__(self, symbol, names, shapes, dtypes, ctx, fusion, static_alloc=False):
         base = passes.run(symbol, GRAPH_PASSES)
+        self._device = ctx.device_type
         self._build = lambda sym: _Compiled(sym, names, shapes, dtypes, ctx, static_alloc)
         self._current = self._build(base)
         self._fusing = None
@@ -78,10 +79,11 @@ class InferencePlan:
         """Fuses and compiles, then swaps the fused graph in. elsewhere: compile the kernels that are not in the
         on-disk cache yet in a child process (codegen/precompile.py), then only load them here."""
         try:
-            fused, groups = fuse(base, shapes, dtypes, compile_now=not elsewhere)
+            device = self._device
+            fused, groups = fuse(base, shapes, dtypes, device=device, compile_now=not elsewhere)
             if not groups:
                 return
-            if elsewhere:
+            if elsewhere and device == "cpu":          # CUDA kernels compile at their first launch instead
                 from ..codegen import precompile
                 eshape, _ = autodiff.exact_types(fused, shapes, dtypes)
                 jobs = [(n.attrs["kernel"], n.attrs["kernel"].variant_for(int(np.prod(eshape[(id(n), 0)]))))

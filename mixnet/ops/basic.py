@@ -263,11 +263,11 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # A fused elementwise group made by the fusion pass (mixnet/symbol/fuse.py): never built by users, never
-# exported, and only run when autograd is not recording (it has no gradient rule).
+# exported; forward and backward plans both use it (graph-mode autodiff runs before fusion, so it needs no
+# gradient rule).
 def _fused_elemwise(xp, *arrays, kernel, num_outputs, out=None):
-    if xp is not np:
-        raise ValueError("fused kernels run on the CPU only (CuPy code generation is not written yet)")
-    return kernel(*arrays, out=out)
+    from ..codegen.backend import kernel_for           # Numba for numpy, CUDA for cupy; loaded on first use
+    return kernel_for(xp, kernel)(*arrays, out=out)
 
 
 def _infer_fused(shapes, dtypes, kernel, num_outputs):

@@ -1,5 +1,6 @@
 """The elementwise fusion pass: maximal groups of elementwise ops with scalar templates become one node that
-runs a generated Numba kernel (mixnet/codegen) — one pass over memory instead of one per op.
+runs a generated kernel (mixnet/codegen: Numba on the CPU, CUDA through cupy on a GPU) — one pass over memory
+instead of one per op.
 
 A group is a connected set of fusible nodes (an op with a scalar template, one output, a float32/float64 result
 of one common shape; inputs may broadcast) grown greedily in topological order so that no path leaves the group
@@ -74,10 +75,12 @@ def _groups(nodes, fusible, eshape):
     return [members for members in groups.values() if len(members) > 1]
 
 
-def fuse(symbol, shapes, dtypes, min_size=None, compile_now=True):
-    """Returns (fused symbol, number of fused groups). shapes/dtypes: {input name: shape/dtype}; groups whose
-    result has fewer than min_size elements (default config.FUSE_MIN_SIZE) stay unfused. compile_now=False
-    leaves the kernels to be compiled by the caller (Kernel.ensure_compiled)."""
+def fuse(symbol, shapes, dtypes, device="cpu", min_size=None, compile_now=True):
+    """Returns (fused symbol, number of fused groups). shapes/dtypes: {input name: shape/dtype}. `device` ('cpu'
+    or 'gpu') picks the backend each group is compiled for now (Numba or CUDA through cupy); the fused node runs
+    on either, compiling the group for the other backend on first use (codegen/backend.py). Groups whose result
+    has fewer than min_size elements (default config.FUSE_MIN_SIZE) stay unfused; compile_now=False leaves Numba
+    kernels to be compiled by the caller (Kernel.ensure_compiled)."""
     from .symbol import Symbol
     min_size = config.FUSE_MIN_SIZE if min_size is None else min_size
     nodes = topo_order(symbol._outputs)
@@ -87,7 +90,8 @@ def fuse(symbol, shapes, dtypes, min_size=None, compile_now=True):
     candidates = _groups(nodes, fusible, eshape)
     if not candidates:
         return symbol, 0
-    from ..codegen.numba_cpu import compile_kernel, group_from_nodes    # numba loads only when there is work
+    from ..codegen.backend import compile_for           # the backend loads only when there is work
+    from ..codegen.ir import group_from_nodes
     consumers = {}
     for node in nodes:
         for src, _ in node.inputs:
@@ -99,7 +103,7 @@ def fuse(symbol, shapes, dtypes, min_size=None, compile_now=True):
         outputs = [m for m in members if id(m) in heads
                    or any(id(c) not in inside for c in consumers.get(id(m), ()))]
         group, externals = group_from_nodes(members, outputs, dtype=edtype[(id(members[0]), 0)].name)
-        kernel = compile_kernel(group, compile_now=compile_now)
+        kernel = compile_for(device, group, compile_now)
         entry = {"members": members, "outputs": outputs, "externals": externals, "kernel": kernel, "node": None}
         groups.append(entry)
         for m in members:
