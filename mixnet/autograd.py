@@ -340,9 +340,13 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     return result
 
 
+GET_SYMBOL = None       # filled in by mixnet.symbol (the graph layer sits above this one)
+
+
 def get_symbol(x):
-    raise MXNetError("autograd.get_symbol needs the graph IR (the hybridize layer), which mixnet does not have "
-                     "yet; hybridize the block and use export() once it lands")
+    """The recorded computation of x (an output computed under record()) as a Symbol: tape nodes become graph
+    nodes, other arrays variables var0, var1, ... (mixnet/symbol/recorded.py)."""
+    return GET_SYMBOL(x)
 
 
 # ---------------------------------------------------------------------------------------------------------

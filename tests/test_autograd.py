@@ -223,3 +223,24 @@ def test_unused_branch_and_shared_inputs():
         y = a + a * x
     y.backward()
     assert x.grad.asnumpy().tolist() == [3 + 6 * 1, 3 + 6 * 2]
+
+
+def test_get_symbol_returns_the_recorded_graph_with_hybridized_calls_inlined():
+    from mixnet import gluon
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(3, in_units=2, activation="tanh"))
+    net.initialize()
+    net.hybridize()
+    x = mx.nd.array([[1.0, 2.0]])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.relu(net(x) * 2)
+    sym = mx.autograd.get_symbol(y)
+    ops = [n.op.name for n in sym._nodes() if n.op is not None]
+    assert ops == ["FullyConnected", "Activation", "_mul_scalar", "relu"]
+    names = sym.list_arguments()
+    assert len(names) == 3                                   # x, the weight and the bias
+    values = {names[0]: x, names[1]: net[0].weight.data(), names[2]: net[0].bias.data()}
+    np.testing.assert_allclose(sym.eval(**values)[0].asnumpy(), y.asnumpy(), rtol=1e-6)
+    with pytest.raises(mx.MXNetError, match="not computed under autograd.record"):
+        mx.autograd.get_symbol(mx.nd.ones((2,)))

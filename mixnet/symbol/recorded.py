@@ -1,0 +1,54 @@
+"""`autograd.get_symbol(x)`: the computation autograd recorded for `x`, as a Symbol.
+
+Every tape node becomes a graph node (its op and attributes as recorded); arrays the tape does not produce
+(attach_grad leaves, constants) become variables `var0, var1, ...` in the order they are first read. A
+hybridized block's call (one `_CachedOp` tape node) is inlined as the graph it runs.
+"""
+from .. import autograd
+from ..base import MXNetError
+from .graph import Node, raw_from_attrs, topo_order
+
+__all__ = ["symbol_of"]
+
+
+def symbol_of(x):
+    from ..ndarray.ndarray import NDArray
+    from .symbol import Symbol
+    heads = list(x) if isinstance(x, (list, tuple)) else [x]
+    if not all(isinstance(h, NDArray) for h in heads):
+        raise MXNetError("autograd.get_symbol takes an NDArray (or a list of them)")
+    if not any(isinstance(h._node, autograd.TapeNode) for h in heads):
+        raise MXNetError("autograd.get_symbol: the array was not computed under autograd.record()")
+    built, variables = {}, {}                        # id(TapeNode) -> [entries]; id(NDArray) -> Node
+
+    def entry(arr):
+        node = arr._node
+        if isinstance(node, autograd.TapeNode):
+            return built[id(node)][arr._oidx]
+        if id(arr) not in variables:
+            variables[id(arr)] = (Node(None, f"var{len(variables)}"), arr)   # keep arr alive: ids stay unique
+        return variables[id(arr)][0], 0
+
+    for tape_node in reversed(autograd._topological_nodes(heads)):     # producers first
+        op = tape_node.op
+        if op.name == "_CachedOp":
+            built[id(tape_node)] = _inline(tape_node, entry)
+        elif op.kernel is None:
+            raise MXNetError(f"autograd.get_symbol: {op.name} (a custom autograd.Function) has no graph form")
+        else:
+            node = Node(op, f"{op.name.lstrip('_').lower()}{len(built)}", tape_node.attrs,
+                        raw_from_attrs(op, tape_node.attrs), [entry(i) for i in tape_node.inputs])
+            built[id(tape_node)] = [(node, k) for k in range(node.num_outputs())]
+    return Symbol([entry(h) for h in heads])
+
+
+def _inline(tape_node, entry):
+    """The entries of a hybridized call's outputs: its graph cloned over the call's own inputs."""
+    plan = tape_node.op.grad.__self__                 # the TrainingPlan whose backward the tape node runs
+    given = {name: entry(arr) for name, arr in zip(plan.names, tape_node.attrs["inputs"])}
+    clones = {}
+    for node in topo_order(plan.plan._outputs):
+        if node.op is not None:
+            inputs = [given[src.name] if src.op is None else (clones[id(src)], i) for src, i in node.inputs]
+            clones[id(node)] = Node(node.op, node.name, node.attrs, node.raw, inputs, node.location)
+    return [given[n.name] if n.op is None else (clones[id(n)], i) for n, i in plan.plan._outputs]
