@@ -2,6 +2,14 @@
 
 MIXNET_DEBUG_ERRORS=1   keep the underlying numpy/cupy exception chained under mixnet's operator errors
                         (by default the OpError alone is shown: it names the op, shapes, dtypes and your line).
+MIXNET_FUSE=0           hybridized graphs run without elementwise fusion (the debug switch; results are within the
+                        fused kernels' stated ulp bounds of each other).
+MIXNET_LOG_COMPILES=1   print every hybridize trace: the block, how many graphs it has, and why it traced again
+                        (first call, new shapes, dtypes, argument structure, device or training mode).
+MIXNET_HYBRIDIZE_CHECK=1
+                        every hybridize() checks its first calls as hybridize(check=True) does.
+MIXNET_SHOW_CODE=1      print the straight-line Python of every compiled graph (and every fused kernel's source).
+MIXNET_VERIFY=1         verify graphs structurally after every graph pass.
 MIXNET_FUSE_MIN_SIZE=N  elementwise groups whose result has fewer than N elements are not fused (default 16384:
                         below that a fused kernel's call overhead costs more than the memory passes it saves).
 MIXNET_COMPILE_BACKGROUND=0
@@ -24,6 +32,11 @@ def _flag(name, default=False):
 
 
 DEBUG_ERRORS = _flag("MIXNET_DEBUG_ERRORS")
+FUSE = _flag("MIXNET_FUSE", True)
+LOG_COMPILES = _flag("MIXNET_LOG_COMPILES")
+HYBRIDIZE_CHECK = _flag("MIXNET_HYBRIDIZE_CHECK")
+SHOW_CODE = _flag("MIXNET_SHOW_CODE")
+VERIFY = _flag("MIXNET_VERIFY")
 FUSE_MIN_SIZE = int(float(os.environ.get("MIXNET_FUSE_MIN_SIZE", 16384)))
 COMPILE_BACKGROUND = _flag("MIXNET_COMPILE_BACKGROUND", True)
 MIRROR = _flag("MXNET_BACKWARD_DO_MIRROR")

@@ -9,6 +9,7 @@ from collections import OrderedDict, defaultdict
 
 import numpy as np
 
+from .. import config
 from .. import initializer as init_module
 from .. import name as name_module
 from ..base import MXNetError
@@ -417,7 +418,7 @@ class HybridBlock(Block):
         check=True (or an int n; env MIXNET_HYBRIDIZE_CHECK=1): the first n calls (default 2) also run eagerly
         and compare op by op, forward and gradients, raising HybridizeCheckError at the first divergence."""
         if check is None:
-            check = cached_graph.CHECK_BY_DEFAULT
+            check = config.HYBRIDIZE_CHECK
         self._checks_left = (2 if check is True else int(check)) if check else 0
         self._active = active
         self._flags = dict(backend=backend, static_alloc=static_alloc, static_shape=static_shape,

@@ -8,7 +8,6 @@ straight-line code). Python control flow on traced values fails at the user's li
 contrib.cond / foreach / while_loop.
 """
 import contextvars
-import os
 import warnings
 
 import numpy as np
@@ -25,9 +24,6 @@ from .check_mode import checked_call
 
 TRACING = contextvars.ContextVar("mixnet_hybridize_tracing", default=False)
 EAGER = contextvars.ContextVar("mixnet_hybridize_eager", default=False)   # a hybridized ancestor runs eagerly
-_LOG_COMPILES = os.environ.get("MIXNET_LOG_COMPILES", "").strip() not in ("", "0")
-CHECK_BY_DEFAULT = os.environ.get("MIXNET_HYBRIDIZE_CHECK", "").strip() not in ("", "0")
-FUSE = os.environ.get("MIXNET_FUSE", "1").strip() not in ("", "0")      # MIXNET_FUSE=0: the debug switch
 
 
 def _array_leaf(x):
@@ -150,7 +146,7 @@ class CachedGraph:
         for name, p in zip(self.param_names, self.params):
             data = p.data(self.ctx)
             self.shapes[name], self.dtypes[name] = tuple(data.shape), np.dtype(data.dtype)
-        self.fusion = FUSE                      # Numba kernels on CPU, CUDA through cupy on GPU
+        self.fusion = config.FUSE               # Numba kernels on CPU, CUDA through cupy on GPU
         self.static_alloc = bool(flags.get("static_alloc", False))
         self.mirror = bool(flags.get("mirror", config.MIRROR))
         self._inference = None
@@ -194,6 +190,18 @@ class CachedGraph:
         return unflatten(list(outs), self.out_structure)
 
 
+def retrace_reason(key, known):
+    """Why `key` needed a trace of its own, compared with the newest known signature."""
+    if not known:
+        return "first call"
+    last = list(known)[-1]
+    what = ("argument structure", "shapes or dtypes", "device", "training mode")
+    changes = [w for w, a, b in zip(what, key, last) if a != b]
+    details = {"shapes or dtypes": f"{last[1]} -> {key[1]}", "training mode": f"{last[3]} -> {key[3]}",
+               "device": f"{last[2]} -> {key[2]}", "argument structure": f"{last[0]} -> {key[0]}"}
+    return "new " + "; new ".join(f"{w} ({details[w]})" for w in changes)
+
+
 def has_hooks_below(block):
     return any(child._forward_hooks or child._forward_pre_hooks or has_hooks_below(child)
                for child in block._children.values())
@@ -228,11 +236,11 @@ def call_hybridized(block, args):
     if any(p._data is None for p in block.collect_params().values()):
         first_result = _eager(block, args)       # deferred shapes: one eager call initializes them exactly
     graph = CachedGraph(block, args)
+    if config.LOG_COMPILES:
+        print(f"mixnet: hybridize traced {type(block).__name__} {block.name!r} (graph "
+              f"{len(block._cached_graphs) + 1}): {retrace_reason(key, block._cached_graphs)}")
     block._cached_graphs[key] = graph
     block._last_graph = graph
-    if _LOG_COMPILES:
-        print(f"mixnet: hybridize traced {type(block).__name__} {block.name!r} "
-              f"(graph {len(block._cached_graphs)}) for signature {key}")
     if first_result is not None:
         return first_result
     if block._checks_left > 0:

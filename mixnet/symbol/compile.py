@@ -9,15 +9,13 @@ node name and the user's line; MIXNET_SHOW_CODE=1 prints it) and `CompiledGraph.
 When a kernel raises, the graph is re-run through the interpreter (`executor.run_graph`), whose error names the
 node, its op, the shapes and dtypes and the user's source line.
 """
-import os
-
+from .. import config
 from ..base import MXNetError
 from ..ops import dispatch
 from .graph import topo_order
 
 __all__ = ["CompiledGraph"]
 
-SHOW_CODE = os.environ.get("MIXNET_SHOW_CODE", "").strip() not in ("", "0")
 _COUNTER = [0]
 
 
@@ -46,7 +44,7 @@ class CompiledGraph:
         exec(compile(self.source, filename, "exec"), namespace)       # noqa: S102 - our own generated source
         self._run = namespace["graph"]
         self._xp = ctx.xp
-        if SHOW_CODE:
+        if config.SHOW_CODE:
             print(f"# {filename}\n{self.source}")
 
     def __call__(self, arrays, is_train):

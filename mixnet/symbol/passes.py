@@ -6,14 +6,12 @@
   inputs are merged (never random, stateful or creation ops);
 * dead code needs no pass: a Symbol holds only the nodes its outputs reach.
 """
-import os
-
 import numpy as np
 
+from .. import config
 from ..base import MXNetError
 from .graph import Node, topo_order
 
-VERIFY = os.environ.get("MIXNET_VERIFY", "").strip() not in ("", "0")
 
 
 def verify(symbol):
@@ -95,6 +93,6 @@ def run(symbol, names):
             symbol = PASSES[name](symbol)
         except KeyError:
             raise MXNetError(f"unknown graph pass {name!r} (known: {', '.join(PASSES)})") from None
-        if VERIFY and name != "verify":
+        if config.VERIFY and name != "verify":
             symbol = verify(symbol)
     return symbol

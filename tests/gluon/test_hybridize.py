@@ -482,3 +482,20 @@ def test_mirror_recomputes_elementwise_values_and_keeps_gradients(monkeypatch):
     assert results[True][0] < results[False][0] and results["env"][0] == results[True][0]
     for a, b in zip(results[False][1], results[True][1]):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+
+
+def test_log_compiles_says_why_a_block_traced_again(monkeypatch, capsys):
+    from mixnet import config
+    monkeypatch.setattr(config, "LOG_COMPILES", True)
+    net = _mlp()
+    net.hybridize()
+    net(nd.ones((2, 4)))
+    net(nd.ones((2, 4)))
+    net(nd.ones((3, 4)))
+    with autograd.train_mode():
+        net(nd.ones((3, 4)))
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("mixnet: hybridize traced")]
+    assert len(lines) == 3
+    assert lines[0].endswith("first call")
+    assert "new shapes or dtypes" in lines[1] and "(2, 4)" in lines[1] and "(3, 4)" in lines[1]
+    assert "new training mode (False -> True)" in lines[2]

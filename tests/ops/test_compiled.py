@@ -6,7 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import mixnet as mx
-from mixnet.gluon import SymbolBlock, cached_graph
+from mixnet import config
+from mixnet.gluon import SymbolBlock
 from mixnet.ops import registry
 from mixnet.symbol import Symbol
 from mixnet.symbol.graph import Node, raw_from_attrs
@@ -62,7 +63,7 @@ def check_compiled(op, shapes, attrs, seed, fusion):
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_compiled_graph_equals_eager(op, fusion, data, monkeypatch):
-    monkeypatch.setattr(cached_graph, "FUSE", fusion)      # the same value for every example
+    monkeypatch.setattr(config, "FUSE", fusion)      # the same value for every example
     for k, (shapes, attrs) in enumerate(op.test.cases[:2]):
         check_compiled(op, shapes, attrs, k, fusion)
     if op.test.recipe is not None:

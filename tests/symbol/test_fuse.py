@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 import mixnet as mx
-from mixnet import autograd, gluon, nd
-from mixnet.gluon import cached_graph
+from mixnet import autograd, config, gluon, nd
 from mixnet.symbol.fuse import fuse
 
 
@@ -24,7 +23,7 @@ class Chain(gluon.HybridBlock):
 
 
 def _run_chain(fusion, monkeypatch, record):
-    monkeypatch.setattr(cached_graph, "FUSE", fusion)
+    monkeypatch.setattr(config, "FUSE", fusion)
     block = Chain()
     block.hybridize()
     x = nd.array(np.random.default_rng(0).uniform(-4, 4, (6, 5)).astype(np.float32))
@@ -96,7 +95,7 @@ def test_integer_graphs_and_single_ops_are_left_alone():
 
 
 def test_fusion_switch_off(monkeypatch):
-    monkeypatch.setattr(cached_graph, "FUSE", False)
+    monkeypatch.setattr(config, "FUSE", False)
     block = Chain()
     block.hybridize()
     block(nd.ones((2, 5)), nd.ones((5,)))
