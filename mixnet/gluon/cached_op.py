@@ -3,8 +3,8 @@
 For one input signature (cached_graph.CachedGraph) there are two kinds of plan:
 
 * `InferencePlan` (autograd not recording, or nothing to differentiate): the CSE'd, fused forward graph compiled
-  to straight-line Python (mixnet/symbol/compile.py); the fused kernels compile in a background thread while
-  the first calls run the unfused graph (config.COMPILE_BACKGROUND).
+  to straight-line Python (mixnet/symbol/compile.py). Fused kernels missing from the on-disk cache compile in a
+  child process while the first calls run the unfused graph (config.COMPILE_BACKGROUND), then swap in.
 * `TrainingPlan`, one per *gradient mask* (which graph inputs are being differentiated: a data input without
   attach_grad gets no gradient computed, a frozen parameter neither). Graph-mode autodiff
   (mixnet/symbol/autodiff.py) gives the backward graph from the registry's rules; the joint graph is split into
@@ -35,6 +35,7 @@ from ..symbol.graph import Node, topo_order
 from ..symbol.symbol import Symbol
 
 GRAPH_PASSES = ("cse",)
+_ONE_COMPILER = threading.Lock()
 
 
 def _fused_count(symbol):
@@ -88,9 +89,10 @@ class InferencePlan:
                 eshape, _ = autodiff.exact_types(fused, shapes, dtypes)
                 jobs = [(n.attrs["kernel"], n.attrs["kernel"].variant_for(int(np.prod(eshape[(id(n), 0)]))))
                         for n in fused._nodes() if n.op is not None and n.op.name == "_fused_elemwise"]
-                pending = [job for job in jobs if not precompile.is_cached(job[0])]
-                if pending:
-                    precompile.compile_elsewhere(pending)
+                with _ONE_COMPILER:                    # one compiling child at a time: the machine has few cores
+                    pending = [job for job in jobs if not precompile.is_cached(job[0])]
+                    if pending:
+                        precompile.compile_elsewhere(pending)
                 for kernel, variant in jobs:
                     kernel.ensure_compiled(variant)
             self._current = self._build(fused)
