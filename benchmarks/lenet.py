@@ -4,7 +4,9 @@ dense(500)+relu, dense(10), softmax cross-entropy, SGD lr 0.01. One step = forwa
 Frameworks, run interleaved in rounds in one run:
   numpy        hand-written im2col (sliding_window_view + GEMM) forward / backward / SGD
   mixnet       eager Gluon: nn.Conv2D, nn.MaxPool2D, nn.Dense, SoftmaxCrossEntropyLoss, Trainer('sgd')
+  mixnet-hybrid  the same with HybridSequential, net and loss hybridized (timed once its fused kernels are in)
   mxnet        the same Gluon code on MXNet 1.9.1 (~/.venvs/mxref, worker subprocess); reference 13.7 ms eager
+  mxnet-hybrid the hybridized Gluon code on MXNet 1.9.1
   torch        eager PyTorch, if some interpreter (this one or a venv in ~/.venvs) can import torch
 
     python3 benchmarks/lenet.py [--rounds 10] [--steps 5] [--threads 1] [--frameworks numpy,mixnet,mxnet,torch]
@@ -28,11 +30,11 @@ def make_data(batch):
     return x, y
 
 
-def gluon_step(mx, batch):
+def gluon_step(mx, batch, hybrid=False):
     gluon, nn, autograd = mx.gluon, mx.gluon.nn, mx.autograd
     x_np, y_np = make_data(batch)
     x, y = mx.nd.array(x_np), mx.nd.array(y_np.astype(np.float32))
-    net = nn.Sequential()
+    net = nn.HybridSequential() if hybrid else nn.Sequential()
     net.add(nn.Conv2D(C1, kernel_size=K, activation="relu", in_channels=1), nn.MaxPool2D(pool_size=2, strides=2),
             nn.Conv2D(C2, kernel_size=K, activation="relu", in_channels=C1), nn.MaxPool2D(pool_size=2, strides=2),
             nn.Dense(HID, activation="relu", in_units=C2 * 4 * 4), nn.Dense(OUT, in_units=HID))
@@ -48,6 +50,7 @@ def gluon_step(mx, batch):
         trainer.step(batch)
         last["loss"] = loss
 
+    mlp.hybridize_and_settle(net, loss_fn, step, hybrid)
     return step, mx.nd.waitall, lambda: float(last["loss"].mean().asscalar())
 
 
@@ -158,10 +161,10 @@ def build(name, batch):
     if name.startswith("mixnet"):
         sys.path.insert(0, mlp._mixnet_root(name))
         import mixnet as mx
-        return gluon_step(mx, batch)
-    if name == "mxnet":
+        return gluon_step(mx, batch, hybrid=name == "mixnet-hybrid")
+    if name in ("mxnet", "mxnet-hybrid"):
         import mxnet as mx
-        return gluon_step(mx, batch)
+        return gluon_step(mx, batch, hybrid=name == "mxnet-hybrid")
     raise ValueError(name)
 
 

@@ -3,10 +3,12 @@
 One step = forward + backward + SGD update. Frameworks, run interleaved in rounds in one run:
   numpy        hand-written forward / backward / SGD (the floor for an eager numpy framework)
   mixnet       eager Gluon: nn.Dense, gluon.loss.SoftmaxCrossEntropyLoss, gluon.Trainer('sgd')
+  mixnet-hybrid  the same with HybridSequential, net and loss hybridized (timed once its fused kernels are in)
   mxnet        the same Gluon code on MXNet 1.9.1 (~/.venvs/mxref, as a worker subprocess of this script)
+  mxnet-hybrid the hybridized Gluon code on MXNet 1.9.1
   torch        eager PyTorch, if some interpreter (this one or a venv in ~/.venvs) can import torch
 Prints one JSON line per framework: median / min ms, ratio vs numpy, load average, threads, final loss.
-Target (issue): mixnet eager <= 1.5x the hand-written numpy step.
+Targets (issues): mixnet eager <= 1.5x the hand-written numpy step; mixnet-hybrid <= 1.1x.
 
     python3 benchmarks/mlp.py [--rounds 10] [--steps 10] [--threads 1] [--frameworks numpy,mixnet,mxnet,torch]
 A framework 'mixnet:/path/to/checkout' runs another mixnet checkout as a worker (before/after comparisons).
@@ -34,12 +36,29 @@ def make_data(batch):
     return x, y
 
 
-def gluon_step(mx, batch):
+def hybridize_and_settle(net, loss_fn, step, hybrid):
+    """Hybridizes net and loss when asked; runs two steps and, on mixnet, waits until the fused kernels that
+    compile in the background are in, so the timed steps are the steady state."""
+    if not hybrid:
+        return
+    net.hybridize()
+    loss_fn.hybridize()
+    step()
+    step()
+    for block in (net, loss_fn):
+        for graph in getattr(block, "_cached_graphs", {}).values():
+            for plan in list(graph._training.values()):
+                for part in (plan.forward, plan.backward):
+                    if part is not None:
+                        part.wait_fused()
+
+
+def gluon_step(mx, batch, hybrid=False):
     """The same Gluon code for mixnet and MXNet 1.9.1; returns (step, sync, final_loss)."""
     gluon, nn, autograd = mx.gluon, mx.gluon.nn, mx.autograd
     x_np, y_np = make_data(batch)
     x, y = mx.nd.array(x_np), mx.nd.array(y_np.astype(np.float32))
-    net = nn.Sequential()
+    net = nn.HybridSequential() if hybrid else nn.Sequential()
     net.add(nn.Dense(HID, activation="relu", in_units=IN), nn.Dense(HID, activation="relu", in_units=HID),
             nn.Dense(OUT, in_units=HID))
     net.initialize(mx.init.Xavier())
@@ -57,6 +76,7 @@ def gluon_step(mx, batch):
     def final_loss():
         return float(last["loss"].mean().asscalar())
 
+    hybridize_and_settle(net, loss_fn, step, hybrid)
     return step, mx.nd.waitall, final_loss
 
 
@@ -138,10 +158,10 @@ def build(name, batch):
     if name.startswith("mixnet"):
         sys.path.insert(0, _mixnet_root(name))
         import mixnet as mx
-        return gluon_step(mx, batch)
-    if name == "mxnet":
+        return gluon_step(mx, batch, hybrid=name == "mixnet-hybrid")
+    if name in ("mxnet", "mxnet-hybrid"):
         import mxnet as mx
-        return gluon_step(mx, batch)
+        return gluon_step(mx, batch, hybrid=name == "mxnet-hybrid")
     raise ValueError(name)
 
 
@@ -163,13 +183,13 @@ def main(benchmark="mlp", build_fn=build, baseline="numpy"):
     extra_args = ["--batch", str(batch)] + (["--threads", str(args.threads)] if args.threads else [])
     runners, finals = [], {}
     for name in args.frameworks.split(","):
-        if name in ("numpy", "mixnet"):
+        if name in ("numpy", "mixnet", "mixnet-hybrid"):
             step, sync, final = build_fn(name, batch)
             runners.append(InProcess(name, step, sync))
             finals[name] = final
         elif name.startswith("mixnet:"):        # another mixnet checkout, in its own interpreter
             runners.append(Worker(name, sys.executable, script, extra_args))
-        elif name == "mxnet":
+        elif name in ("mxnet", "mxnet-hybrid"):
             if not os.path.exists(MXNET_PYTHON):
                 skipped(benchmark, name, f"{MXNET_PYTHON} not found")
                 continue
