@@ -1,5 +1,5 @@
-"""Hand-written Numba loops for the data movement around the CPU convolution GEMMs, max pooling and ReLU's
-backward.
+"""Hand-written Numba loops for the hot eager CPU kernels: the data movement around the convolution GEMMs, max
+pooling's backward, ReLU's backward and the SGD update.
 
 numpy does these as many strided passes (one per kernel offset, each with short inner runs and a fresh temporary);
 one explicit loop nest reads and writes each element once. Only `mixnet/ops/_fastpath.py` imports this module, on
@@ -164,3 +164,29 @@ def relu_backward(g, x, out):
     """out = g * (x > 0) over flat arrays, with the product's NaN/inf behaviour (inf * 0 is NaN)."""
     for k in range(out.shape[0]):
         out[k] = g[k] * (x[k] > 0)                   # float * bool stays float32 / float64
+
+
+@njit(cache=True)
+def sgd_update(w, g, lr, decay, rescale):
+    """MXNet's sgd_update in one pass over flat buffers: w = w * decay - lr * (rescale * g) with decay = 1 - lr*wd
+    (1 without weight decay: w * 1 is w exactly). The same float operations in the same order as the numpy path,
+    so the same result; the scalars come as np.float32, as there."""
+    for k in range(w.shape[0]):
+        step = g[k] * rescale
+        step = step * lr
+        w[k] = w[k] * decay - step
+
+
+@njit(cache=True)
+def sgd_mom_update(w, g, mom, lr, has_wd, lr_wd, rescale, momentum):
+    """MXNet's sgd_mom_update in one pass: m = momentum*m - (lr*wd)*w - lr*(rescale*g); w += m. Without weight
+    decay the (lr*wd)*w term is skipped, not multiplied by 0, as in the numpy path (0 * inf would be NaN)."""
+    for k in range(w.shape[0]):
+        m = mom[k] * momentum
+        if has_wd:
+            m = m - lr_wd * w[k]
+        step = g[k] * rescale
+        step = step * lr
+        m = m - step
+        mom[k] = m
+        w[k] = w[k] + m

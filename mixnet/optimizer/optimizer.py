@@ -29,6 +29,7 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, _wrap
+from ..ops import _fastpath
 from .. import serialization
 from ._multi_tensor import FlatCache, packable
 
@@ -374,6 +375,8 @@ create = Optimizer.create_optimizer
 def _sgd_kernel(xp, w, g, mom, lr, wd, rescale, clip, momentum):
     """MXNet's sgd_update / sgd_mom_update on buffers (any shape, flat or not)."""
     lr, wd = _f32(lr), _f32(wd)
+    if not _clip_on(clip) and _sgd_numba(xp, w, g, mom, lr, wd, rescale, momentum):
+        return
     tmp = xp.multiply(g, _f32(rescale), dtype=w.dtype)
     if _clip_on(clip):
         xp.clip(tmp, -_f32(clip), _f32(clip), out=tmp)
@@ -389,6 +392,23 @@ def _sgd_kernel(xp, w, g, mom, lr, wd, rescale, clip, momentum):
         tmp *= lr
         mom -= tmp
         w += mom
+
+
+def _sgd_numba(xp, w, g, mom, lr, wd, rescale, momentum):
+    """The update as one Numba pass over contiguous float buffers of one dtype (no temporaries; the numpy path
+    makes three passes and a temporary): the same float operations in the same order, so the same result.
+    False where it does not apply (another device or dtype, strided buffers); the caller then runs numpy."""
+    arrays = (w, g) if mom is None else (w, g, mom)
+    nk = _fastpath.numba_kernels(xp, *arrays)
+    if nk is None or not all(a.flags.c_contiguous for a in arrays):
+        return False
+    if mom is None:
+        decay = _f32(1) - lr * wd if wd else _f32(1)     # w * 1 is w exactly, as skipping the multiply
+        nk.sgd_update(w.reshape(-1), g.reshape(-1), lr, decay, _f32(rescale))
+    else:
+        nk.sgd_mom_update(w.reshape(-1), g.reshape(-1), mom.reshape(-1), lr, bool(wd), lr * wd, _f32(rescale),
+                          _f32(momentum))
+    return True
 
 
 class _MomentumState:
