@@ -121,17 +121,17 @@ def _window_max_general(xf, base, h_, w_, r0, q0, kh, kw, fill):
 @njit(cache=True)
 def max_pool_backward(g, x, kh, kw, sh, sw, ph, pw, fill, dx):
     """The gradient of max_pool: each g[n, c, y, t] goes to its window's first maximum (nowhere when that is a
-    position outside x). dx (N, C, H, W) is overwritten."""
+    position outside x). dx (N, C, H, W) is overwritten, one plane at a time (zeroed, then filled while in cache)."""
     h_, w_ = x.shape[2], x.shape[3]
     oh, ow = g.shape[2], g.shape[3]
     xf = x.reshape(-1)
     gf = g.reshape(-1)
     df = dx.reshape(-1)
-    for k in range(df.shape[0]):
-        df[np.uintp(k)] = 0
     o = 0
     for p in range(x.shape[0] * x.shape[1]):
         base = p * h_ * w_
+        for k in range(base, base + h_ * w_):
+            df[np.uintp(k)] = 0
         for y in range(oh):
             r0 = y * sh - ph
             for t in range(ow):

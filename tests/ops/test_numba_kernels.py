@@ -40,16 +40,20 @@ CONV_CASES = [
     ((2, 1, 6, 6), (2, 1, 5, 5), (3, 3), (1, 1), (2, 2), 1),
     ((5, 3, 8, 7), (4, 3, 2, 3), (1, 2), (2, 1), (0, 1), 1),
     ((2, 2, 4, 4), (2, 2, 1, 1), (2, 2), (1, 1), (0, 0), 1),
+    ((3, 16, 6, 5), (6, 8, 3, 3), (1, 1), (1, 1), (1, 1), 2),
 ]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("block", [None, 7])
+@pytest.mark.parametrize("f_last", [False, True])
 @pytest.mark.parametrize("case", CONV_CASES, ids=[str(c[0]) + str(c[1]) for c in CONV_CASES])
-def test_convolution_kernels_match_generic_path(case, block, dtype, monkeypatch):
+def test_convolution_kernels_match_generic_path(case, f_last, block, dtype, monkeypatch):
     xs, ws, stride, dilate, pad, group = case
+    monkeypatch.setattr(nn_conv, "_F_LAST_MIN_K", 1 if f_last else 10 ** 9)      # both GEMM orientations
     if block is not None:            # a few columns per block: several sample blocks, the last one partial
         monkeypatch.setattr(nn_conv, "_BLOCK", block)
+        monkeypatch.setattr(nn_conv, "_BLOCK_COLUMNS", 1)
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
     b = rng.standard_normal(ws[0]).astype(dtype)
