@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import numpy as np  # noqa: E402
 
 from mixnet.ops import _fastpath, nn_act, nn_conv  # noqa: E402
-from mixnet.optimizer.optimizer import _chunked, _sgd_kernel  # noqa: E402
+from mixnet.optimizer.optimizer import _sgd_flat  # noqa: E402
 
 _POOL = dict(kernel=(2, 2), pool_type="max", global_pool=False, pooling_convention="valid", stride=(2, 2), pad=(),
              p_value=None, count_include_pad=None, layout=None, cudnn_off=False)
@@ -47,7 +47,7 @@ def cases():
     x, g = arr(64, 20, 24, 24), arr(64, 20, 24, 24)
     out["relu backward (conv1 output)"] = lambda: nn_act._k_relu_bwd(np, g, x)
     w, gw = arr(669706), arr(669706)
-    out["sgd update (MLP weights)"] = lambda: _chunked(np, _sgd_kernel, [w, gw, None], 0.01, 0.0, 1 / 128, None, 0.0)
+    out["sgd update (MLP weights)"] = lambda: _sgd_flat(np, [w, gw, None], 0.01, 0.0, 1 / 128, None, 0.0)
     return out
 
 

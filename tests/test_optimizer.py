@@ -294,7 +294,7 @@ def test_sgd_numba_pass_equals_numpy_path(dtype, momentum, wd):
     """The one-pass Numba SGD update gives bit-identical weights and momenta to the numpy path, infinities and
     NaN included (without weight decay, 0 * inf must not turn the momentum into NaN)."""
     from mixnet.ops import _fastpath
-    from mixnet.optimizer.optimizer import _sgd_kernel
+    from mixnet.optimizer.optimizer import _sgd_flat, _sgd_kernel
     rng = np.random.default_rng(0)
     w = rng.standard_normal(257).astype(dtype)
     w[:3] = [np.inf, -np.inf, np.nan]
@@ -302,15 +302,17 @@ def test_sgd_numba_pass_equals_numpy_path(dtype, momentum, wd):
     m = rng.standard_normal(257).astype(dtype) if momentum else None
     results = []
     for enabled in (True, False):
-        _fastpath.ENABLED = enabled
-        try:
-            wk, mk = w.copy(), None if m is None else m.copy()
-            with np.errstate(invalid="ignore"):
-                _sgd_kernel(np, wk, g, mk, 0.01, wd, 1 / 128, None, momentum)
-        finally:
-            _fastpath.ENABLED = True
-        results.append((wk, mk))
-    (w_fast, m_fast), (w_slow, m_slow) = results
-    assert w_fast.dtype == dtype and np.array_equal(w_fast, w_slow, equal_nan=True)
-    if m is not None:
-        assert np.array_equal(m_fast, m_slow, equal_nan=True)
+        for update in (_sgd_kernel, lambda xp, *a: _sgd_flat(xp, a[:3], *a[3:])):    # one buffer / flat group
+            _fastpath.ENABLED = enabled
+            try:
+                wk, mk = w.copy(), None if m is None else m.copy()
+                with np.errstate(invalid="ignore"):
+                    update(np, wk, g, mk, 0.01, wd, 1 / 128, None, momentum)
+            finally:
+                _fastpath.ENABLED = True
+            results.append((wk, mk))
+    w_ref, m_ref = results[-1]                                  # the numpy path
+    for w_k, m_k in results:
+        assert w_k.dtype == dtype and np.array_equal(w_k, w_ref, equal_nan=True)
+        if m is not None:
+            assert np.array_equal(m_k, m_ref, equal_nan=True)

@@ -374,9 +374,21 @@ create = Optimizer.create_optimizer
 # ====================================================================== SGD family
 def _sgd_kernel(xp, w, g, mom, lr, wd, rescale, clip, momentum):
     """MXNet's sgd_update / sgd_mom_update on buffers (any shape, flat or not)."""
+    if _clip_on(clip) or not _sgd_numba(xp, w, g, mom, _f32(lr), _f32(wd), rescale, momentum):
+        _sgd_numpy(xp, w, g, mom, lr, wd, rescale, clip, momentum)
+
+
+def _sgd_flat(xp, flats, *args):
+    """_sgd_kernel on the flat buffers of a parameter group: one Numba pass over the whole buffers, or numpy ops
+    over cache-sized chunks."""
+    w, g, mom = flats
+    lr, wd, rescale, clip, momentum = args
+    if _clip_on(clip) or not _sgd_numba(xp, w, g, mom, _f32(lr), _f32(wd), rescale, momentum):
+        _chunked(xp, _sgd_numpy, flats, *args)
+
+
+def _sgd_numpy(xp, w, g, mom, lr, wd, rescale, clip, momentum):
     lr, wd = _f32(lr), _f32(wd)
-    if not _clip_on(clip) and _sgd_numba(xp, w, g, mom, lr, wd, rescale, momentum):
-        return
     tmp = xp.multiply(g, _f32(rescale), dtype=w.dtype)
     if _clip_on(clip):
         xp.clip(tmp, -_f32(clip), _f32(clip), out=tmp)
@@ -463,9 +475,8 @@ class SGD(_MomentumState, Optimizer):
             ms = [states[p] for p in positions] if self.momentum != 0.0 else None
             arrays = ws + gs + (ms or [])
             if len(positions) > 1 and packable(arrays) and all(g._data.dtype == ws[0]._data.dtype for g in gs):
-                _chunked(ws[0]._ctx.xp, _sgd_kernel,
-                         [self._flat(ws), self._flat(gs), None if ms is None else self._flat(ms)], lr, wd,
-                         self.rescale_grad, self.clip_gradient, self.momentum)
+                _sgd_flat(ws[0]._ctx.xp, [self._flat(ws), self._flat(gs), None if ms is None else self._flat(ms)],
+                          lr, wd, self.rescale_grad, self.clip_gradient, self.momentum)
             else:
                 for p in positions:
                     self._step(indices[p], weights[p]._data, grads[p]._data, states[p], lr, wd)
