@@ -79,7 +79,8 @@ def _im2col(xp, x, out, kernel, stride, dilate, pad, group):
 def _grad_cols(xp, g, group):
     """(group, F/group, N * prod(out)) copy of the output gradient (N, F, *out)."""
     n, f = g.shape[:2]
-    return xp.ascontiguousarray(g.reshape(n, f, -1).transpose(1, 0, 2)).reshape(group, f // group, -1)
+    p = int(np.prod(g.shape[2:]))                                       # explicit: n may be 0
+    return xp.ascontiguousarray(g.reshape(n, f, p).transpose(1, 0, 2)).reshape(group, f // group, n * p)
 
 
 def _gemm(xp, a, b):
@@ -244,6 +245,8 @@ def _conv_weight_grad_numba(nk, x, g, kernel, stride, dilate, pad, group):
     shape = (group, cgk, fg) if f_last else (group, fg, cgk)
     acc = _fastpath.workspace("dw", shape, x.dtype) if f_last else np.empty(shape, dtype=x.dtype)
     part = _fastpath.workspace("dw-part", shape, x.dtype) if len(geo.blocks) > 1 else None
+    if not geo.blocks:                                                         # an empty batch
+        acc[...] = 0
     for n0, n1 in geo.blocks:
         cols = geo.im2col(nk, x4, n0, n1)                                      # g, Cg*K, M*P
         gm = geo.grad_cols(g3, n0, n1)                                         # g, Fg, M*P

@@ -78,6 +78,20 @@ def test_convolution_fast_path_takes_non_contiguous_inputs():
     _same(*_both(lambda: nn_conv.conv_weight_grad(np, x, g, *geo)), atol=1e-4)
 
 
+@pytest.mark.parametrize("f_last", [False, True])
+def test_convolution_fast_path_empty_batch(f_last, monkeypatch):
+    monkeypatch.setattr(nn_conv, "_F_LAST_MIN_K", 1 if f_last else 10 ** 9)
+    x, w = np.ones((0, 2, 5, 5), np.float32), np.ones((3, 2, 3, 3), np.float32)
+    geo = ((3, 3), (), (), (), 1)
+    y, y_slow = _both(lambda: nn_conv.conv_forward(np, x, w, *geo))
+    _same(y, y_slow)
+    g = np.ones((0, 3, 3, 3), np.float32)
+    _same(*_both(lambda: nn_conv.conv_data_grad(np, g, w, (5, 5), *geo)))
+    dw, dw_slow = _both(lambda: nn_conv.conv_weight_grad(np, x, g, *geo))
+    _same(dw, dw_slow)
+    assert not dw.any()
+
+
 def test_fast_path_only_for_numpy_floats_of_one_dtype():
     f32, f64 = np.zeros(2, np.float32), np.zeros(2, np.float64)
     assert _fastpath.numba_kernels(np, f32, f32) is not None
