@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from mixnet.ops import _fastpath, nn_act, nn_conv
 
@@ -64,6 +65,39 @@ def test_convolution_kernels_match_generic_path(case, f_last, block, dtype, monk
     g = rng.standard_normal(y.shape).astype(dtype)
     _same(*_both(lambda: nn_conv.conv_data_grad(np, g, w, xs[2:], *geo)), tol, tol)
     _same(*_both(lambda: nn_conv.conv_weight_grad(np, x, g, *geo)), tol, 10 * tol)
+
+
+@st.composite
+def conv_geometry(draw):
+    nd = draw(st.integers(1, 2))
+    group = draw(st.integers(1, 2))
+    c, f = group * draw(st.integers(1, 3)), group * draw(st.integers(1, 3))
+    kernel = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    stride = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    dilate = tuple(draw(st.integers(1, 2)) for _ in range(nd))
+    pad = tuple(draw(st.integers(0, 2)) for _ in range(nd))
+    spatial = tuple(max(d * (k - 1) + 1 - 2 * p, 1) + draw(st.integers(0, 4))
+                    for k, d, p in zip(kernel, dilate, pad))
+    return (draw(st.integers(1, 3)), c) + spatial, (f, c // group) + kernel, stride, dilate, pad, group
+
+
+@given(conv_geometry(), st.sampled_from([np.float32, np.float64]), st.booleans())
+def test_convolution_fast_path_on_drawn_geometry(case, dtype, f_last):
+    xs, ws, stride, dilate, pad, group = case
+    old = nn_conv._F_LAST_MIN_K
+    nn_conv._F_LAST_MIN_K = 1 if f_last else 10 ** 9
+    try:
+        rng = np.random.default_rng(5)
+        x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
+        geo = (ws[2:], stride, dilate, pad, group)
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        y, y_slow = _both(lambda: nn_conv.conv_forward(np, x, w, *geo))
+        _same(y, y_slow, tol, tol)
+        g = rng.standard_normal(y.shape).astype(dtype)
+        _same(*_both(lambda: nn_conv.conv_data_grad(np, g, w, xs[2:], *geo)), tol, tol)
+        _same(*_both(lambda: nn_conv.conv_weight_grad(np, x, g, *geo)), tol, 10 * tol)
+    finally:
+        nn_conv._F_LAST_MIN_K = old
 
 
 def test_convolution_fast_path_takes_non_contiguous_inputs():
