@@ -1,5 +1,5 @@
-"""The Numba fast paths of the CPU kernels (mixnet/ops/_numba_kernels.py, chosen by mixnet/ops/_fastpath.py)
-give the same answers as the generic xp code they stand in for.
+"""The Numba fast paths of the CPU kernels (mixnet/ops/_numba_kernels.py, used by _conv_fast.py, nn_act.py and the
+SGD optimizer when mixnet/ops/_fastpath.py allows) give the same answers as the generic xp code they stand in for.
 
 The generated op tests (test_generated.py) already run the fast paths against numpy references and finite
 differences, since they are on by default; here each path is compared with the generic one (`_fastpath.ENABLED =
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from mixnet.ops import _fastpath, nn_act, nn_conv
+from mixnet.ops import _conv_fast, _fastpath, nn_act, nn_conv
 
 
 def _both(fn):
@@ -51,10 +51,10 @@ CONV_CASES = [
 @pytest.mark.parametrize("case", CONV_CASES, ids=[str(c[0]) + str(c[1]) for c in CONV_CASES])
 def test_convolution_kernels_match_generic_path(case, f_last, block, dtype, monkeypatch):
     xs, ws, stride, dilate, pad, group = case
-    monkeypatch.setattr(nn_conv, "_F_LAST_MIN_K", 1 if f_last else 10 ** 9)      # both GEMM orientations
+    monkeypatch.setattr(_conv_fast, "_F_LAST_MIN_K", 1 if f_last else 10 ** 9)      # both GEMM orientations
     if block is not None:            # a few columns per block: several sample blocks, the last one partial
-        monkeypatch.setattr(nn_conv, "_BLOCK", block)
-        monkeypatch.setattr(nn_conv, "_BLOCK_COLUMNS", 1)
+        monkeypatch.setattr(_conv_fast, "_BLOCK", block)
+        monkeypatch.setattr(_conv_fast, "_BLOCK_COLUMNS", 1)
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
     b = rng.standard_normal(ws[0]).astype(dtype)
@@ -84,8 +84,8 @@ def conv_geometry(draw):
 @given(conv_geometry(), st.sampled_from([np.float32, np.float64]), st.booleans())
 def test_convolution_fast_path_on_drawn_geometry(case, dtype, f_last):
     xs, ws, stride, dilate, pad, group = case
-    old = nn_conv._F_LAST_MIN_K
-    nn_conv._F_LAST_MIN_K = 1 if f_last else 10 ** 9
+    old = _conv_fast._F_LAST_MIN_K
+    _conv_fast._F_LAST_MIN_K = 1 if f_last else 10 ** 9
     try:
         rng = np.random.default_rng(5)
         x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
@@ -97,7 +97,7 @@ def test_convolution_fast_path_on_drawn_geometry(case, dtype, f_last):
         _same(*_both(lambda: nn_conv.conv_data_grad(np, g, w, xs[2:], *geo)), tol, tol)
         _same(*_both(lambda: nn_conv.conv_weight_grad(np, x, g, *geo)), tol, 10 * tol)
     finally:
-        nn_conv._F_LAST_MIN_K = old
+        _conv_fast._F_LAST_MIN_K = old
 
 
 def test_convolution_fast_path_takes_non_contiguous_inputs():
@@ -114,7 +114,7 @@ def test_convolution_fast_path_takes_non_contiguous_inputs():
 
 @pytest.mark.parametrize("f_last", [False, True])
 def test_convolution_fast_path_empty_batch(f_last, monkeypatch):
-    monkeypatch.setattr(nn_conv, "_F_LAST_MIN_K", 1 if f_last else 10 ** 9)
+    monkeypatch.setattr(_conv_fast, "_F_LAST_MIN_K", 1 if f_last else 10 ** 9)
     x, w = np.ones((0, 2, 5, 5), np.float32), np.ones((3, 2, 3, 3), np.float32)
     geo = ((3, 3), (), (), (), 1)
     y, y_slow = _both(lambda: nn_conv.conv_forward(np, x, w, *geo))
