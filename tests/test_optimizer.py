@@ -295,6 +295,7 @@ def test_sgd_numba_pass_equals_numpy_path(dtype, momentum, wd):
     NaN included (without weight decay, 0 * inf must not turn the momentum into NaN)."""
     from mixnet.ops import _fastpath
     from mixnet.optimizer.optimizer import _sgd_flat, _sgd_kernel
+    assert _fastpath.numba_kernels(np, np.zeros(1, np.float32)) is not None    # loaded, as after a convolution
     rng = np.random.default_rng(0)
     w = rng.standard_normal(257).astype(dtype)
     w[:3] = [np.inf, -np.inf, np.nan]

@@ -1,9 +1,13 @@
 """When the CPU kernels take their Numba fast paths, and the scratch buffers those paths reuse.
 
-* `numba_kernels(xp, *arrays)`: the module of hand-written Numba loops (`_numba_kernels`), imported on first use,
-  when every array is a numpy float32/float64 array of one dtype and `ENABLED` is true; otherwise None and the
-  caller runs its generic xp code (cupy, integer dtypes, mixed dtypes). Tests set `ENABLED = False` to compare
-  the two paths.
+* `numba_kernels(xp, *arrays, load=True)`: the module of hand-written Numba loops (`_numba_kernels`), imported on
+  first use, when every array is a numpy float32/float64 array of one dtype and `ENABLED` is true; otherwise None
+  and the caller runs its generic xp code (cupy, integer dtypes, mixed dtypes). Tests set `ENABLED = False` to
+  compare the two paths. The first use of the module in a process costs Numba's import and start-up (~1.5 s
+  here with a warm cache; compiling a cold cache took ~10 s for all the kernels under load), which the
+  convolution and max-pool loops repay within tens of steps. Kernels that gain only a fraction of a millisecond
+  (ReLU's backward, the SGD update) pass `load=False`: they use the loops once something else has loaded them
+  and numpy before, with the same results either way.
 * `workspace(slot, shape, dtype)`: an uninitialised C-contiguous array from a per-thread buffer that is kept
   between calls. A convolution's im2col columns and GEMM output are several megabytes and live only inside one
   kernel call; allocating them fresh each call costs one page fault per 4 KiB page, which on this VM was more
@@ -23,9 +27,9 @@ _module = None
 _local = threading.local()
 
 
-def numba_kernels(xp, *arrays):
+def numba_kernels(xp, *arrays, load=True):
     global _module
-    if not ENABLED or xp is not np:
+    if not ENABLED or xp is not np or (_module is None and not load):
         return None
     dtype = arrays[0].dtype
     if dtype not in _FLOATS:

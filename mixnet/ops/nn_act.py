@@ -57,13 +57,13 @@ register(OpDef(
                 cases=tuple((((2, 3),), {"act_type": t}) for t in ("sigmoid", "tanh", "softrelu")))))
 
 
-# NOTE: ReLU's backward is a primitive, g * (x > 0) in one pass (a Numba loop on CPU) instead of a comparison op
-# and a product op with a temporary mask between them. Its gradient w.r.t. g is itself; x gets none (the mask is
+# NOTE: ReLU's backward is a primitive, g * (x > 0) in one op (a Numba loop on CPU once Numba is loaded) instead
+# of a comparison op, a cast of its mask and a product op. Its gradient w.r.t. g is itself; x gets none (the mask is
 # piecewise constant), as with the composite form.
 def _k_relu_bwd(xp, grad, data):
     if grad.shape != data.shape:
         raise ValueError(f"gradient shape {grad.shape} does not match the data shape {data.shape}")
-    nk = _fastpath.numba_kernels(xp, grad, data)
+    nk = _fastpath.numba_kernels(xp, grad, data, load=False)
     if nk is None:
         return _keep(grad, grad * (data > 0))
     out = np.empty(grad.shape, dtype=grad.dtype)

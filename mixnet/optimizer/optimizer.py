@@ -409,9 +409,10 @@ def _sgd_numpy(xp, w, g, mom, lr, wd, rescale, clip, momentum):
 def _sgd_numba(xp, w, g, mom, lr, wd, rescale, momentum):
     """The update as one Numba pass over contiguous float buffers of one dtype (no temporaries; the numpy path
     makes three passes and a temporary): the same float operations in the same order, so the same result.
-    False where it does not apply (another device or dtype, strided buffers); the caller then runs numpy."""
+    False where it does not apply (another device or dtype, strided buffers, Numba not loaded by a kernel that
+    pays for it); the caller then runs numpy."""
     arrays = (w, g) if mom is None else (w, g, mom)
-    nk = _fastpath.numba_kernels(xp, *arrays)
+    nk = _fastpath.numba_kernels(xp, *arrays, load=False)     # not worth Numba's start-up on its own
     if nk is None or not all(a.flags.c_contiguous for a in arrays):
         return False
     if mom is None:

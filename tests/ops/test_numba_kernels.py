@@ -17,6 +17,12 @@ from hypothesis import given, strategies as st
 from mixnet.ops import _conv_fast, _fastpath, nn_act, nn_conv
 
 
+@pytest.fixture(autouse=True)
+def _loaded():
+    """The loops loaded, as after a first convolution: ReLU's backward only uses them once loaded."""
+    assert _fastpath.numba_kernels(np, np.zeros(1, np.float32)) is not None
+
+
 def _both(fn):
     """fn() with the fast paths on, then off."""
     fast = fn()
@@ -133,6 +139,14 @@ def test_fast_path_only_for_numpy_floats_of_one_dtype():
     assert _fastpath.numba_kernels(np, f32, f64) is None
     assert _fastpath.numba_kernels(np, np.zeros(2, np.int32)) is None
     assert _fastpath.numba_kernels(object(), f32) is None          # another array module (cupy)
+
+
+def test_light_kernels_do_not_load_numba(monkeypatch):
+    f32 = np.zeros(2, np.float32)
+    monkeypatch.setattr(_fastpath, "_module", None)
+    assert _fastpath.numba_kernels(np, f32, load=False) is None
+    assert _fastpath.numba_kernels(np, f32) is not None                # a heavy kernel loads them
+    assert _fastpath.numba_kernels(np, f32, load=False) is not None    # then the light ones use them too
 
 
 def test_integer_convolution_still_uses_the_generic_path():
