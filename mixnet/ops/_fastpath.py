@@ -12,8 +12,9 @@
   between calls. A convolution's im2col columns and GEMM output are several megabytes and live only inside one
   kernel call; allocating them fresh each call costs one page fault per 4 KiB page, which on this VM was more
   than the copy itself (conv1 of LeNet: 2300 faults, ~8 ms of a 3 ms kernel). Each slot keeps its largest size
-  up to WORKSPACE_LIMIT bytes; larger requests get a fresh array. A workspace view must not escape the kernel
-  that asked for it: the next call of any kernel overwrites it.
+  up to WORKSPACE_LIMIT bytes; larger requests get a fresh array. The convolutions use five slots, so at most
+  5 * WORKSPACE_LIMIT stays allocated per thread (a few MiB for LeNet). A workspace view must not escape the
+  kernel that asked for it: the next call of any kernel overwrites it.
 """
 import threading
 
