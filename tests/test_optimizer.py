@@ -285,3 +285,35 @@ def test_states_file_is_nd_loadable(tmp_path):
     opt.optimizer.write_atomic(fname, upd.get_states())
     loaded = mx.nd.load(fname)
     assert "__mixnet_states__" in loaded and "s0" in loaded
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+@pytest.mark.parametrize("wd", [0.0, 1e-3])
+def test_sgd_numba_pass_equals_numpy_path(dtype, momentum, wd):
+    """The one-pass Numba SGD update gives bit-identical weights and momenta to the numpy path, infinities and
+    NaN included (without weight decay, 0 * inf must not turn the momentum into NaN)."""
+    from mixnet.ops import _fastpath
+    from mixnet.optimizer.optimizer import _sgd_flat, _sgd_kernel
+    assert _fastpath.numba_kernels(np, np.zeros(1, np.float32)) is not None    # loaded, as after a convolution
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(257).astype(dtype)
+    w[:3] = [np.inf, -np.inf, np.nan]
+    g = rng.standard_normal(257).astype(dtype)
+    m = rng.standard_normal(257).astype(dtype) if momentum else None
+    results = []
+    for enabled in (True, False):
+        for update in (_sgd_kernel, lambda xp, *a: _sgd_flat(xp, a[:3], *a[3:])):    # one buffer / flat group
+            _fastpath.ENABLED = enabled
+            try:
+                wk, mk = w.copy(), None if m is None else m.copy()
+                with np.errstate(invalid="ignore"):
+                    update(np, wk, g, mk, 0.01, wd, 1 / 128, None, momentum)
+            finally:
+                _fastpath.ENABLED = True
+            results.append((wk, mk))
+    w_ref, m_ref = results[-1]                                  # the numpy path
+    for w_k, m_k in results:
+        assert w_k.dtype == dtype and np.array_equal(w_k, w_ref, equal_nan=True)
+        if m is not None:
+            assert np.array_equal(m_k, m_ref, equal_nan=True)

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_dtype, parse_float, parse_int, parse_shape
 from .common import call, infer_same, sum_to
 from .registry import OpDef, OpTest, register
@@ -37,7 +38,7 @@ def _k_activation(xp, data, act_type):
 def _g_activation(c, g):
     x, y, t = c.inputs[0], c.outputs[0], c.attrs["act_type"]
     if t == "relu":
-        return (g * (x > 0),)
+        return (call("_relu_bwd", g, x),)
     if t == "sigmoid":
         return (g * y * (1 - y),)
     if t == "tanh":
@@ -54,6 +55,29 @@ register(OpDef(
                 domain=(0.1, 2.0),
                 recipe_attrs=tuple({"act_type": t} for t in ("relu", "sigmoid", "tanh", "softrelu", "softsign")),
                 cases=tuple((((2, 3),), {"act_type": t}) for t in ("sigmoid", "tanh", "softrelu")))))
+
+
+# NOTE: ReLU's backward is a primitive, g * (x > 0) in one op (a Numba loop on CPU once Numba is loaded) instead
+# of a comparison op, a cast of its mask and a product op. Its gradient w.r.t. g is itself; x gets none (the mask is
+# piecewise constant), as with the composite form.
+def _k_relu_bwd(xp, grad, data):
+    if grad.shape != data.shape:
+        raise ValueError(f"gradient shape {grad.shape} does not match the data shape {data.shape}")
+    nk = _fastpath.numba_kernels(xp, grad, data, load=False)
+    if nk is None:
+        return _keep(grad, grad * (data > 0))
+    out = np.empty(grad.shape, dtype=grad.dtype)
+    nk.relu_backward(np.ascontiguousarray(grad).reshape(-1), np.ascontiguousarray(data).reshape(-1),
+                     out.reshape(-1))
+    return out
+
+
+register(OpDef(
+    name="_relu_bwd", kernel=_k_relu_bwd, inputs=("grad", "data"), kind="binary", scalar="{0} * ({1} > 0)",
+    infer=infer_same, nondiff_inputs=(1,), hidden=True,
+    grad=lambda c, h: (call("_relu_bwd", h, c.inputs[1]), None),
+    test=OpTest(ref=lambda g, x: g * (x > 0), cases=(
+        (((2, 3), (2, 3)), {}), (((4, 1, 5), (4, 1, 5)), {})))))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ import itertools
 import numpy as np
 
 from ..base import MXNetError
+from . import _fastpath
+from ._conv_fast import conv_data_grad_fast, conv_forward_fast, conv_weight_grad_fast, max_pool_backward_fast
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_int, parse_shape
 from .common import call
 from .registry import OpDef, OpTest, register
@@ -79,7 +81,8 @@ def _im2col(xp, x, out, kernel, stride, dilate, pad, group):
 def _grad_cols(xp, g, group):
     """(group, F/group, N * prod(out)) copy of the output gradient (N, F, *out)."""
     n, f = g.shape[:2]
-    return xp.ascontiguousarray(g.reshape(n, f, -1).transpose(1, 0, 2)).reshape(group, f // group, -1)
+    p = int(np.prod(g.shape[2:]))                                       # explicit: n may be 0
+    return xp.ascontiguousarray(g.reshape(n, f, p).transpose(1, 0, 2)).reshape(group, f // group, n * p)
 
 
 def _gemm(xp, a, b):
@@ -95,7 +98,8 @@ def _check_group(c, f, group, what):
         raise ValueError(f"{what}: channels ({c}) and num_filter ({f}) must be divisible by num_group ({group})")
 
 
-def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None):
+def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None, bias=None):
+    """Convolution of x (N, C, *spatial) with w (F, C/group, *kernel), plus bias (F,) when given."""
     kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
     nd = len(kernel)
     if x.ndim != nd + 2:
@@ -112,11 +116,19 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None):
     if any(o <= 0 for o in out):
         raise ValueError(f"kernel {kernel} (dilate {dilate}) is larger than the padded input {x.shape[2:]} "
                          f"with pad {pad}")
+    if bias is not None:
+        _check_bias(bias, f)
+    nk = _fastpath.numba_kernels(xp, x, w) if nd < 3 else None
+    if nk is not None:
+        return conv_forward_fast(nk, x, w, bias, out, kernel, stride, dilate, pad, group)
     cols = _im2col(xp, x, out, kernel, stride, dilate, pad, group)      # g, Cg*K, N*P
     wm = w.reshape(group, f // group, -1)                                # g, Fg, Cg*K
     y = _gemm(xp, wm, cols).reshape((f, n) + tuple(out))                # F, N, *O
     perm = (1, 0) + tuple(range(2, 2 + nd))
-    return xp.ascontiguousarray(y.transpose(perm)).astype(x.dtype, copy=False)
+    y = xp.ascontiguousarray(y.transpose(perm)).astype(x.dtype, copy=False)
+    if bias is not None:
+        y += bias.reshape(_bias_shape(f, nd)).astype(y.dtype, copy=False)
+    return y
 
 
 def conv_data_grad(xp, g, w, shape, kernel, stride, dilate, pad, group):
@@ -131,6 +143,9 @@ def conv_data_grad(xp, g, w, shape, kernel, stride, dilate, pad, group):
         raise ValueError(f"weight shape {w.shape} does not match ({f}, num_filter / num_group, *{kernel})")
     if f % group:
         raise ValueError(f"input channels ({f}) must be divisible by num_group ({group})")
+    nk = _fastpath.numba_kernels(xp, g, w) if nd < 3 else None
+    if nk is not None:
+        return conv_data_grad_fast(nk, g, w, tuple(shape), kernel, stride, dilate, pad, group)
     cg = w.shape[1]
     c = cg * group
     gm = _grad_cols(xp, g, group)                                        # g, Fg, N*P
@@ -154,6 +169,9 @@ def conv_weight_grad(xp, x, g, kernel, stride, dilate, pad, group):
     f = g.shape[1]
     _check_group(c, f, group, "Convolution")
     out = g.shape[2:]
+    nk = _fastpath.numba_kernels(xp, x, g) if len(kernel) < 3 else None
+    if nk is not None:
+        return conv_weight_grad_fast(nk, x, g, kernel, stride, dilate, pad, group)
     cols = _im2col(xp, x, out, kernel, stride, dilate, pad, group)      # g, Cg*K, N*P
     gm = _grad_cols(xp, g, group)                                        # g, Fg, N*P
     dw = _gemm(xp, gm, cols.transpose(0, 2, 1))                          # g, Fg, Cg*K
@@ -305,11 +323,7 @@ def _k_convolution(xp, data, weight, bias=None, *, kernel, stride, dilate, pad, 
     _check_layout(layout, len(kernel))
     if weight.shape[0:1] != (num_filter,):
         raise ValueError(f"weight shape {weight.shape} does not match num_filter={num_filter}")
-    y = conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group)
-    if bias is not None:
-        _check_bias(bias, num_filter)
-        y += bias.reshape(_bias_shape(num_filter, len(kernel))).astype(y.dtype, copy=False)
-    return y
+    return conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, bias=bias)
 
 
 def _in_graph(x):
@@ -729,6 +743,9 @@ def _k_pool_max_bwd(xp, grad, data, **a):
     a.pop("cudnn_off")
     kernel, stride, pad, out = _pool_setup(data, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
                                            a["stride"], a["pad"], a["layout"])
+    nk = _fastpath.numba_kernels(xp, grad, data) if len(kernel) < 3 else None
+    if nk is not None and grad.shape == data.shape[:2] + tuple(out):
+        return max_pool_backward_fast(nk, data, grad, kernel, stride, pad, out)
     hits = _max_hits(xp, data, kernel, stride, pad, out)
     nd = len(kernel)
     if hits is None:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, _wrap
+from ..ops import _fastpath
 from .. import serialization
 from ._multi_tensor import FlatCache, packable
 
@@ -373,6 +374,20 @@ create = Optimizer.create_optimizer
 # ====================================================================== SGD family
 def _sgd_kernel(xp, w, g, mom, lr, wd, rescale, clip, momentum):
     """MXNet's sgd_update / sgd_mom_update on buffers (any shape, flat or not)."""
+    if _clip_on(clip) or not _sgd_numba(xp, w, g, mom, _f32(lr), _f32(wd), rescale, momentum):
+        _sgd_numpy(xp, w, g, mom, lr, wd, rescale, clip, momentum)
+
+
+def _sgd_flat(xp, flats, *args):
+    """_sgd_kernel on the flat buffers of a parameter group: one Numba pass over the whole buffers, or numpy ops
+    over cache-sized chunks."""
+    w, g, mom = flats
+    lr, wd, rescale, clip, momentum = args
+    if _clip_on(clip) or not _sgd_numba(xp, w, g, mom, _f32(lr), _f32(wd), rescale, momentum):
+        _chunked(xp, _sgd_numpy, flats, *args)
+
+
+def _sgd_numpy(xp, w, g, mom, lr, wd, rescale, clip, momentum):
     lr, wd = _f32(lr), _f32(wd)
     tmp = xp.multiply(g, _f32(rescale), dtype=w.dtype)
     if _clip_on(clip):
@@ -389,6 +404,24 @@ def _sgd_kernel(xp, w, g, mom, lr, wd, rescale, clip, momentum):
         tmp *= lr
         mom -= tmp
         w += mom
+
+
+def _sgd_numba(xp, w, g, mom, lr, wd, rescale, momentum):
+    """The update as one Numba pass over contiguous float buffers of one dtype (no temporaries; the numpy path
+    makes three passes and a temporary): the same float operations in the same order, so the same result.
+    False where it does not apply (another device or dtype, strided buffers, Numba not loaded by a kernel that
+    pays for it); the caller then runs numpy."""
+    arrays = (w, g) if mom is None else (w, g, mom)
+    nk = _fastpath.numba_kernels(xp, *arrays, load=False)     # not worth Numba's start-up on its own
+    if nk is None or not all(a.flags.c_contiguous for a in arrays):
+        return False
+    if mom is None:
+        decay = _f32(1) - lr * wd if wd else _f32(1)     # w * 1 is w exactly, as skipping the multiply
+        nk.sgd_update(w.reshape(-1), g.reshape(-1), lr, decay, _f32(rescale))
+    else:
+        nk.sgd_mom_update(w.reshape(-1), g.reshape(-1), mom.reshape(-1), lr, bool(wd), lr * wd, _f32(rescale),
+                          _f32(momentum))
+    return True
 
 
 class _MomentumState:
@@ -443,9 +476,8 @@ class SGD(_MomentumState, Optimizer):
             ms = [states[p] for p in positions] if self.momentum != 0.0 else None
             arrays = ws + gs + (ms or [])
             if len(positions) > 1 and packable(arrays) and all(g._data.dtype == ws[0]._data.dtype for g in gs):
-                _chunked(ws[0]._ctx.xp, _sgd_kernel,
-                         [self._flat(ws), self._flat(gs), None if ms is None else self._flat(ms)], lr, wd,
-                         self.rescale_grad, self.clip_gradient, self.momentum)
+                _sgd_flat(ws[0]._ctx.xp, [self._flat(ws), self._flat(gs), None if ms is None else self._flat(ms)],
+                          lr, wd, self.rescale_grad, self.clip_gradient, self.momentum)
             else:
                 for p in positions:
                     self._step(indices[p], weights[p]._data, grads[p]._data, states[p], lr, wd)
