@@ -13,7 +13,16 @@ from mixnet.gluon import nn, rnn
 from .hybrid_equivalence import assert_hybrid_equals_eager, rand
 
 F64 = np.float64
-TRAIN = pytest.mark.parametrize("train", [True, False], ids=["train", "predict"])
+# Cases whose result depends on the mode (dropout, zoneout) run in train and in predict mode under
+# autograd.record; every case also compares a predict-mode call outside record (the inference plan).
+MODE_DEPENDENT = {"lstm_2l_dropout", "hybrid_sequential_cell", "sequential_dropout_valid", "zoneout",
+                  "dropout_cell_merged", "dropout_cell_list", "sequential_with_dropout"}
+
+
+def with_modes(cases):
+    """pytest params: each case with train=True, and with train=False too where the mode matters."""
+    return [pytest.param(*case, train, id=f"{case[0]}-{'train' if train else 'predict'}")
+            for case in cases for train in ((True, False) if case[0] in MODE_DEPENDENT else (True,))]
 
 
 def _init(block, *args):
@@ -75,8 +84,7 @@ class _LayerCall(mx.gluon.HybridBlock):
         return self.layer(x) if states is None else self.layer(x, states)
 
 
-@TRAIN
-@pytest.mark.parametrize("name, make, n_states, layout, states, seqlen", LAYERS, ids=[c[0] for c in LAYERS])
+@pytest.mark.parametrize("name, make, n_states, layout, states, seqlen, train", with_modes(LAYERS))
 def test_rnn_layer_hybridized_equals_eager(name, make, n_states, layout, states, seqlen, train):
     layer = make()
     sigs = [_layer_args(layer, layout, states, seqlen, 4, 3, 2, 1), _layer_args(layer, layout, states, seqlen,
@@ -164,8 +172,7 @@ STEP_CELLS.append(("hybrid_sequential_cell", _hybrid_sequential))
 STEP_CELLS.append(("residual_cell", lambda: rnn.ResidualCell(rnn.GRUCell(2))))
 
 
-@TRAIN
-@pytest.mark.parametrize("name, make", STEP_CELLS, ids=[c[0] for c in STEP_CELLS])
+@pytest.mark.parametrize("name, make, train", with_modes(STEP_CELLS))
 def test_cell_step_hybridized_equals_eager(name, make, train):
     cell = make()
     sigs = [[rand((n, 2), seed), [rand(info["shape"], seed + 1 + i) for i, info in enumerate(cell.state_info(n))]]
@@ -222,8 +229,7 @@ UNROLLS = [
 ]
 
 
-@TRAIN
-@pytest.mark.parametrize("name, make, layout, merge, valid, begin", UNROLLS, ids=[c[0] for c in UNROLLS])
+@pytest.mark.parametrize("name, make, layout, merge, valid, begin, train", with_modes(UNROLLS))
 def test_unroll_hybridized_equals_eager(name, make, layout, merge, valid, begin, train):
     t = 4
     block = _Unroll(make, t, layout, merge, valid, begin)
@@ -283,10 +289,12 @@ class _ForeachCell(mx.gluon.HybridBlock):
         return self.out(outputs), states
 
 
-@TRAIN
-@pytest.mark.parametrize("make", [lambda: rnn.LSTMCell(3), lambda: rnn.GRUCell(3), _hybrid_sequential],
-                         ids=["lstm", "gru", "sequential_with_dropout"])
-def test_foreach_cell_hybridized_equals_eager(make, train):
+FOREACH = [("lstm", lambda: rnn.LSTMCell(3)), ("gru", lambda: rnn.GRUCell(3)),
+           ("sequential_with_dropout", _hybrid_sequential)]
+
+
+@pytest.mark.parametrize("name, make, train", with_modes(FOREACH))
+def test_foreach_cell_hybridized_equals_eager(name, make, train):
     block = _ForeachCell(make)
     sigs = [[rand((t, n, 2), seed), [rand(info["shape"], seed + 1 + i)
                                      for i, info in enumerate(block.cell.state_info(n))]]
