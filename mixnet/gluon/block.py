@@ -1,6 +1,7 @@
 """Gluon `Block` and `HybridBlock` with MXNet 1.x naming (prefixes, name_scope, `dense0_` counters), structural
 save/load, hooks and summaries. `hybridize()` is accepted and recorded; until the compiler lands (the hybridize
 issue) hybridized blocks run eagerly, which gives exactly the eager results."""
+import inspect
 import json
 import os
 import tempfile
@@ -336,6 +337,15 @@ class Block:
         print(_summary_table(rows, self))
 
 
+def _takes_anything(fn):
+    """forward(self, *args, **kwargs): a generic forward that hands everything to hybrid_forward."""
+    try:
+        kinds = [p.kind for p in inspect.signature(fn).parameters.values()]
+    except (TypeError, ValueError):
+        return False
+    return kinds == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+
+
 def _check_children(block, entry, source):
     saved = entry.get("children", {})
     mine = {child.name: key for key, child in block._children.items()}
@@ -429,10 +439,40 @@ class HybridBlock(Block):
                           static_shape=static_shape, inline_limit=inline_limit, **kwargs)
 
     def _run_forward(self, args, kwargs):
-        if self._active and not kwargs and not cached_graph.TRACING.get() and not cached_graph.EAGER.get() \
-                and args and all(a is None or isinstance(a, (NDArray, list, tuple)) for a in args):
-            return cached_graph.call_hybridized(self, args)
+        if self._active and not cached_graph.TRACING.get() and not cached_graph.EAGER.get():
+            if kwargs:
+                bound = self._keywords_as_positions(args, kwargs)
+                if bound is not None:
+                    args, kwargs = bound, {}
+            if not kwargs and args and all(a is None or isinstance(a, (NDArray, list, tuple)) for a in args):
+                return cached_graph.call_hybridized(self, args)
         return self._run_eager(args, kwargs)
+
+    def _keywords_as_positions(self, args, kwargs):
+        """Keyword arguments moved to their positions in the forward's signature (`loss(pred, label,
+        sample_weight=w)`), so keyword calls run hybridized too. Skipped arguments in between take their
+        default when it is None; otherwise (or for unknown names) None: the call runs eagerly."""
+        fn = self.hybrid_forward if type(self).forward in (HybridBlock.forward,) or _takes_anything(self.forward) \
+            else self.forward
+        try:
+            params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):
+            return None
+        if fn == self.hybrid_forward:
+            params = params[1:]                            # F
+        kwargs, positional = dict(kwargs), list(args)
+        for p in params[len(args):]:
+            if not kwargs:
+                break
+            if p.kind != p.POSITIONAL_OR_KEYWORD or p.name in self._reg_params:
+                return None
+            if p.name in kwargs:
+                positional.append(kwargs.pop(p.name))
+            elif p.default is None:
+                positional.append(None)
+            else:
+                return None
+        return positional if not kwargs else None
 
     def _run_eager(self, args, kwargs):
         try:

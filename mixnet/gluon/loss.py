@@ -18,6 +18,7 @@ import math
 from numbers import Number
 
 from ..base import MXNetError
+from ..ndarray.ndarray import NDArray
 from . import cached_graph
 from .block import HybridBlock
 
@@ -38,8 +39,9 @@ def _apply_weighting(F, loss, weight=None, sample_weight=None):
 
 
 def _reshape_like(F, x, y):
-    """x with y's shape (same number of elements): labels given as (N,) for predictions (N, 1) etc."""
-    if tuple(x.shape) == tuple(y.shape):
+    """x with y's shape (same number of elements): labels given as (N,) for predictions (N, 1) etc. Traced
+    values have no shape yet: the graph gets a reshape_like node."""
+    if isinstance(x, NDArray) and isinstance(y, NDArray) and tuple(x.shape) == tuple(y.shape):
         return x
     return F.reshape_like(x, y)
 
@@ -360,16 +362,20 @@ class SDMLLoss(Loss):
         x2_ = F.expand_dims(x2, 0)
         return F.sum(F.square(F.broadcast_sub(x1_, x2_)), axis=2)
 
-    def _compute_labels(self, F, batch_size, ctx=None):
-        gold = F.eye(batch_size, ctx=ctx)
-        return gold * (1 - self.smoothing_parameter) + (1 - gold) * self.smoothing_parameter / (batch_size - 1)
+    def _compute_labels(self, F, distances):
+        """The smoothed identity (N, N), built from the (N, N) distances so that it also traces (no shapes
+        needed): 1 - smoothing on the diagonal, smoothing / (N - 1) elsewhere."""
+        ones = F.reshape(F.ones_like(F.slice_axis(distances, axis=1, begin=0, end=1)), shape=(-1,))
+        gold = F.diag(ones)
+        off = F.broadcast_div((1 - gold) * self.smoothing_parameter, F.sum(ones) - 1)
+        return gold * (1 - self.smoothing_parameter) + off
 
     def hybrid_forward(self, F, x1, x2):
-        if tuple(x1.shape) != tuple(x2.shape) or len(x1.shape) != 2:
+        if isinstance(x1, NDArray) and (tuple(x1.shape) != tuple(x2.shape) or len(x1.shape) != 2):
             raise MXNetError(f"SDMLLoss: x1 and x2 must both be (batch_size, dim), got {tuple(x1.shape)} and "
                              f"{tuple(x2.shape)}")
-        labels = self._compute_labels(F, x1.shape[0], x1.context)
         distances = self._compute_distances(F, x1, x2)
+        labels = self._compute_labels(F, distances)
         log_probabilities = _log_softmax(F, -distances, axis=1)
         # KLDivLoss sums over the candidates (MXNet 1.9 no longer multiplies by the batch size, PR 18423)
         return self.kl_loss(log_probabilities, labels)

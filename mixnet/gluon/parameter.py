@@ -57,6 +57,7 @@ class Parameter:
         self._check_req(self._grad_req)
         self._data = None              # list of NDArrays, one per context
         self._deferred_init = None     # (init, ctx_list, default_init, data) while the shape is unknown
+        self._var, self._var_key = None, None      # the cached symbol variable (see var())
         self.attributes = {}
 
     def __repr__(self):
@@ -256,10 +257,19 @@ class Parameter:
                 self._mark(arr)
 
     def var(self):
-        """This parameter as a symbol variable (name, shape, dtype, multipliers and initializer attached)."""
+        """This parameter as a symbol variable (name, shape, dtype, multipliers and initializer attached).
+
+        The same variable is returned until one of those attributes changes (as in MXNet), so a parameter used
+        several times in one traced graph (a cell unrolled over time steps, `weight.data()` read twice) is ONE
+        graph input whose gradient sums over its uses; separate variables of the same name would each get a
+        share of the gradient and a subgraph would see non-unique input names."""
         from .. import symbol
-        return symbol.var(self.name, shape=self._shape, dtype=self.dtype, lr_mult=self.lr_mult,
-                          wd_mult=self.wd_mult, init=self.init, stype="default")
+        key = (self.name, self._shape, np.dtype(self.dtype).name, self.lr_mult, self.wd_mult, id(self.init))
+        if self._var is None or self._var_key != key:
+            self._var = symbol.var(self.name, shape=self._shape, dtype=self.dtype, lr_mult=self.lr_mult,
+                                   wd_mult=self.wd_mult, init=self.init, stype="default")
+            self._var_key = key
+        return self._var
 
 
 class Constant(Parameter):

@@ -54,6 +54,7 @@ def _scalar_or_array(array_op, scalar_op, rscalar_op, python_fn):
     return function
 
 
+import builtins as _builtins  # noqa: E402  (the op functions above shadow max and min)
 import operator as _operator  # noqa: E402
 
 add = _scalar_or_array("broadcast_add", "_plus_scalar", "_plus_scalar", _operator.add)
@@ -62,8 +63,8 @@ multiply = _scalar_or_array("broadcast_mul", "_mul_scalar", "_mul_scalar", _oper
 divide = true_divide = _scalar_or_array("broadcast_div", "_div_scalar", "_rdiv_scalar", _operator.truediv)
 modulo = _scalar_or_array("broadcast_mod", "_mod_scalar", "_rmod_scalar", _operator.mod)
 power = _scalar_or_array("broadcast_power", "_power_scalar", "_rpower_scalar", _operator.pow)
-maximum = _scalar_or_array("broadcast_maximum", "_maximum_scalar", "_maximum_scalar", max)
-minimum = _scalar_or_array("broadcast_minimum", "_minimum_scalar", "_minimum_scalar", min)
+maximum = _scalar_or_array("broadcast_maximum", "_maximum_scalar", "_maximum_scalar", _builtins.max)
+minimum = _scalar_or_array("broadcast_minimum", "_minimum_scalar", "_minimum_scalar", _builtins.min)
 hypot = _scalar_or_array("broadcast_hypot", "_hypot_scalar", "_hypot_scalar", lambda a, b: (a * a + b * b) ** .5)
 equal = _scalar_or_array("broadcast_equal", "_equal_scalar", "_equal_scalar", _operator.eq)
 not_equal = _scalar_or_array("broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar", _operator.ne)
