@@ -240,13 +240,17 @@ def gradient(symbol, wrt, shapes, dtypes, is_train, ctx=None):
                     raise MXNetError(f"internal: gradient rule of {node.op.name} returned a value outside the "
                                      "traced graph")
                 _accumulate(grads, (id(x._entry[0]), x._entry[1]), g)
+        # a name is one input even when a hand-built graph holds several variable nodes of that name
+        result = []
+        for name in wrt_names:
+            total = None
+            for var in (n for n in nodes if n.op is None and n.name == name):
+                g = grads.get((id(var), 0))
+                if g is not None:
+                    total = g if total is None else total + g
+            result.append(None if total is None else total._entry)
     finally:
         MODE.reset(token)
-    by_name = {n.name: n for n in nodes if n.op is None}
-    result = []
-    for name in wrt_names:
-        g = grads.get((id(by_name[name]), 0)) if name in by_name else None
-        result.append(None if g is None else g._entry)
     return result, heads
 
 

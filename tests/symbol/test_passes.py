@@ -39,3 +39,17 @@ def test_verify_accepts_good_graphs_and_names_bad_nodes():
         passes.verify(y)
     with pytest.raises(mx.MXNetError, match="unknown graph pass"):
         passes.run(y, ["fold"])
+
+
+def test_gradient_of_an_input_read_through_two_same_named_variables_sums_both():
+    import mixnet as mx
+    from mixnet import autograd, nd
+    from mixnet.gluon import SymbolBlock
+    a, b = mx.sym.var("x"), mx.sym.var("x")            # two nodes, one input name (a hand-built graph)
+    block = SymbolBlock(a * 2 + b * b, ["x"])
+    x = nd.array([1.0, 3.0])
+    x.attach_grad()
+    with autograd.record():
+        y = block(x)
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [4.0, 8.0]     # d/dx (2x + x^2) = 2 + 2x
