@@ -291,9 +291,10 @@ def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph):
     finally:
         MODE.reset(token)
     if not retain_graph:
-        for node in order:
+        for node in order:          # free what backward needed (a hybridized call keeps its saved values here)
             node.released = True
             node.inputs = ()
+            node.attrs = None
     return grads, leaves
 
 

@@ -499,3 +499,17 @@ def test_log_compiles_says_why_a_block_traced_again(monkeypatch, capsys):
     assert lines[0].endswith("first call")
     assert "new shapes or dtypes" in lines[1] and "(2, 4)" in lines[1] and "(3, 4)" in lines[1]
     assert "new training mode (False -> True)" in lines[2]
+
+
+def test_backward_frees_the_values_a_hybridized_call_saved():
+    net = _mlp()
+    net.hybridize()
+    x = nd.ones((4, 4))
+    with autograd.record():
+        y = net(x)
+    node = y._node
+    assert node.attrs["saved"]                            # the forward kept what the backward reads
+    y.backward()
+    assert node.attrs is None                             # and backward let go of it, though y lives on
+    with pytest.raises(mx.MXNetError, match="retain_graph"):
+        y.backward()
