@@ -4,6 +4,7 @@ One step = forward + backward + SGD update. Frameworks, run interleaved in round
   numpy        hand-written forward / backward / SGD (the floor for an eager numpy framework)
   mixnet       eager Gluon: nn.Dense, gluon.loss.SoftmaxCrossEntropyLoss, gluon.Trainer('sgd')
   mixnet-hybrid  the same with HybridSequential, net and loss hybridized (timed once its fused kernels are in)
+  mixnet-hybrid-static  the same with hybridize(static_alloc=True): planned buffers, kernels writing into them
   mxnet        the same Gluon code on MXNet 1.9.1 (~/.venvs/mxref, as a worker subprocess of this script)
   mxnet-hybrid the hybridized Gluon code on MXNet 1.9.1
   torch        eager PyTorch, if some interpreter (this one or a venv in ~/.venvs) can import torch
@@ -36,13 +37,13 @@ def make_data(batch):
     return x, y
 
 
-def hybridize_and_settle(net, loss_fn, step, hybrid):
+def hybridize_and_settle(net, loss_fn, step, hybrid, static_alloc=False):
     """Hybridizes net and loss when asked; runs two steps and, on mixnet, waits until the fused kernels that
     compile in the background are in, so the timed steps are the steady state."""
     if not hybrid:
         return
-    net.hybridize()
-    loss_fn.hybridize()
+    net.hybridize(static_alloc=static_alloc)
+    loss_fn.hybridize(static_alloc=static_alloc)
     step()
     step()
     for block in (net, loss_fn):
@@ -53,7 +54,7 @@ def hybridize_and_settle(net, loss_fn, step, hybrid):
                         part.wait_fused()
 
 
-def gluon_step(mx, batch, hybrid=False):
+def gluon_step(mx, batch, hybrid=False, static_alloc=False):
     """The same Gluon code for mixnet and MXNet 1.9.1; returns (step, sync, final_loss)."""
     gluon, nn, autograd = mx.gluon, mx.gluon.nn, mx.autograd
     x_np, y_np = make_data(batch)
@@ -76,7 +77,7 @@ def gluon_step(mx, batch, hybrid=False):
     def final_loss():
         return float(last["loss"].mean().asscalar())
 
-    hybridize_and_settle(net, loss_fn, step, hybrid)
+    hybridize_and_settle(net, loss_fn, step, hybrid, static_alloc)
     return step, mx.nd.waitall, final_loss
 
 
@@ -158,7 +159,8 @@ def build(name, batch):
     if name.startswith("mixnet"):
         sys.path.insert(0, _mixnet_root(name))
         import mixnet as mx
-        return gluon_step(mx, batch, hybrid=name == "mixnet-hybrid")
+        return gluon_step(mx, batch, hybrid=name.startswith("mixnet-hybrid"),
+                          static_alloc=name == "mixnet-hybrid-static")
     if name in ("mxnet", "mxnet-hybrid"):
         import mxnet as mx
         return gluon_step(mx, batch, hybrid=name == "mxnet-hybrid")
@@ -183,7 +185,7 @@ def main(benchmark="mlp", build_fn=build, baseline="numpy"):
     extra_args = ["--batch", str(batch)] + (["--threads", str(args.threads)] if args.threads else [])
     runners, finals = [], {}
     for name in args.frameworks.split(","):
-        if name in ("numpy", "mixnet", "mixnet-hybrid"):
+        if name in ("numpy", "mixnet", "mixnet-hybrid", "mixnet-hybrid-static"):
             step, sync, final = build_fn(name, batch)
             runners.append(InProcess(name, step, sync))
             finals[name] = final

@@ -40,6 +40,19 @@ def same_dtype(op_name, *arrays):
                              "convert one with astype() first")
 
 
+def into(xp, out, result):
+    """The out= protocol of ops declaring `writes_out` (planned buffers under hybridize(static_alloc=True)), for a
+    result an array API could not write in place: copied into the buffer `out`, which is returned; without a
+    buffer (eager), the fresh result itself."""
+    if out is None or result is out:
+        return result
+    if tuple(out.shape) != tuple(result.shape):
+        raise ValueError(f"out= buffer of shape {tuple(out.shape)} does not match the result shape "
+                         f"{tuple(result.shape)}")
+    xp.copyto(out, result, casting="unsafe")
+    return out
+
+
 def broadcast_shapes(*shapes):
     try:
         return tuple(np.broadcast_shapes(*shapes))

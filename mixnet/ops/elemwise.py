@@ -26,13 +26,26 @@ def _keep_dtype(x, result):
 # ---------------------------------------------------------------------------------------------------------
 # unary
 def unary(name, kernel, grad, scalar, domain=(-2.0, 2.0), aliases=(), differentiable=True, grad2=True,
-          doc="", **test_kw):
-    def run(xp, x):
-        return _keep_dtype(x, kernel(xp, x))
+          doc="", ufunc=None, **test_kw):
+    """ufunc: (name, extra operand or None) of the xp ufunc computing the op, e.g. ("maximum", 0) for relu; the
+    op then writes into a given buffer (out=, writes_out). The cast to the input dtype is the ufunc's unsafe
+    cast, as _keep_dtype's astype."""
+    if ufunc is None:
+        def run(xp, x):
+            return _keep_dtype(x, kernel(xp, x))
+    else:
+        fname, operand = ufunc
+
+        def run(xp, x, out=None):
+            if out is None:
+                return _keep_dtype(x, kernel(xp, x))
+            args = (x,) if operand is None else (x, operand)
+            return getattr(xp, fname)(*args, out=out, casting="unsafe")
     test = OpTest(ref=lambda x: kernel(np, x), recipe="unary", domain=domain,
                   grad=differentiable, grad2=differentiable and grad2, **test_kw)
     return register(OpDef(name=name, kernel=run, grad=grad, infer=infer_same, kind="unary", scalar=scalar,
-                           aliases=aliases, differentiable=differentiable, test=test, doc=doc))
+                           aliases=aliases, differentiable=differentiable, test=test, doc=doc,
+                           writes_out=ufunc is not None))
 
 
 def _x(ctx):
@@ -48,7 +61,7 @@ def _nograd(ctx, g):
 
 
 unary("abs", lambda xp, x: xp.abs(x), lambda c, g: (g * call("sign", _x(c)),), "abs({0})",
-      domain=(0.1, 2.0), doc="Absolute value.")
+      domain=(0.1, 2.0), doc="Absolute value.", ufunc=("abs", None))
 unary("sign", lambda xp, x: xp.sign(x), _nograd, "sign({0})", differentiable=False)
 unary("round", lambda xp, x: xp.where(x >= 0, xp.floor(x + 0.5), xp.ceil(x - 0.5)), _nograd, "round({0})",
       differentiable=False, doc="Round half away from zero (MXNet), unlike numpy's half-to-even.")
@@ -57,16 +70,18 @@ unary("fix", lambda xp, x: xp.fix(x), _nograd, "trunc({0})", differentiable=Fals
 unary("floor", lambda xp, x: xp.floor(x), _nograd, "floor({0})", differentiable=False)
 unary("ceil", lambda xp, x: xp.ceil(x), _nograd, "ceil({0})", differentiable=False)
 unary("trunc", lambda xp, x: xp.trunc(x), _nograd, "trunc({0})", differentiable=False)
-unary("sqrt", lambda xp, x: xp.sqrt(x), lambda c, g: (g / (2 * _y(c)),), "sqrt({0})", domain=(0.5, 3.0))
+unary("sqrt", lambda xp, x: xp.sqrt(x), lambda c, g: (g / (2 * _y(c)),), "sqrt({0})", domain=(0.5, 3.0),
+      ufunc=("sqrt", None))
 unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda c, g: (g * -0.5 * _y(c) ** 3,), "1 / sqrt({0})",
       domain=(0.5, 3.0))
 unary("cbrt", lambda xp, x: xp.cbrt(x), lambda c, g: (g / (3 * _y(c) * _y(c)),), "cbrt({0})", domain=(0.5, 3.0))
 unary("rcbrt", lambda xp, x: 1 / xp.cbrt(x), lambda c, g: (g * -_y(c) / (3 * _x(c)),), "1 / cbrt({0})",
       domain=(0.5, 3.0))
-unary("square", lambda xp, x: x * x, lambda c, g: (g * 2 * _x(c),), "{0} * {0}")
-unary("exp", lambda xp, x: xp.exp(x), lambda c, g: (g * _y(c),), "exp({0})")
+unary("square", lambda xp, x: x * x, lambda c, g: (g * 2 * _x(c),), "{0} * {0}", ufunc=("square", None))
+unary("exp", lambda xp, x: xp.exp(x), lambda c, g: (g * _y(c),), "exp({0})", ufunc=("exp", None))
 unary("expm1", lambda xp, x: xp.expm1(x), lambda c, g: (g * (_y(c) + 1),), "expm1({0})")
-unary("log", lambda xp, x: xp.log(x), lambda c, g: (g / _x(c),), "log({0})", domain=(0.5, 3.0))
+unary("log", lambda xp, x: xp.log(x), lambda c, g: (g / _x(c),), "log({0})", domain=(0.5, 3.0),
+      ufunc=("log", None))
 unary("log2", lambda xp, x: xp.log2(x), lambda c, g: (g / (_x(c) * _LN2),), "log2({0})", domain=(0.5, 3.0))
 unary("log10", lambda xp, x: xp.log10(x), lambda c, g: (g / (_x(c) * _LN10),), "log10({0})", domain=(0.5, 3.0))
 unary("log1p", lambda xp, x: xp.log1p(x), lambda c, g: (g / (_x(c) + 1),), "log1p({0})", domain=(-0.5, 2.0))
@@ -80,7 +95,8 @@ unary("arccos", lambda xp, x: xp.arccos(x), lambda c, g: (-g * call("rsqrt", 1 -
 unary("arctan", lambda xp, x: xp.arctan(x), lambda c, g: (g / (_x(c) * _x(c) + 1),), "atan({0})")
 unary("sinh", lambda xp, x: xp.sinh(x), lambda c, g: (g * call("cosh", _x(c)),), "sinh({0})")
 unary("cosh", lambda xp, x: xp.cosh(x), lambda c, g: (g * call("sinh", _x(c)),), "cosh({0})")
-unary("tanh", lambda xp, x: xp.tanh(x), lambda c, g: (g * (1 - _y(c) * _y(c)),), "tanh({0})")
+unary("tanh", lambda xp, x: xp.tanh(x), lambda c, g: (g * (1 - _y(c) * _y(c)),), "tanh({0})",
+      ufunc=("tanh", None))
 unary("arcsinh", lambda xp, x: xp.arcsinh(x), lambda c, g: (g * call("rsqrt", _x(c) * _x(c) + 1),),
       "asinh({0})")
 unary("arccosh", lambda xp, x: xp.arccosh(x), lambda c, g: (g * call("rsqrt", _x(c) * _x(c) - 1),),
@@ -92,7 +108,7 @@ unary("degrees", lambda xp, x: x * (180.0 / math.pi), lambda c, g: (g * (180.0 /
 unary("radians", lambda xp, x: x * (math.pi / 180.0), lambda c, g: (g * (math.pi / 180.0),),
       "{0} * 0.017453292519943295")
 unary("relu", lambda xp, x: xp.maximum(x, 0), lambda c, g: (g * (_x(c) > 0),), "max({0}, 0)",
-      domain=(0.1, 2.0))
+      domain=(0.1, 2.0), ufunc=("maximum", 0))
 unary("sigmoid", lambda xp, x: 1 / (1 + xp.exp(-x)), lambda c, g: (g * _y(c) * (1 - _y(c)),),
       "1 / (1 + exp(-{0}))")
 unary("softsign", lambda xp, x: x / (1 + xp.abs(x)),
@@ -106,7 +122,7 @@ unary("gamma", lambda xp, x: special.gamma(x), lambda c, g: (g * _y(c) * call("_
 unary("gammaln", lambda xp, x: special.gammaln(x), lambda c, g: (g * call("_polygamma", _x(c), n=0),),
       "lgamma({0})", domain=(0.5, 3.0))
 unary("reciprocal", lambda xp, x: 1 / x, lambda c, g: (-g * _y(c) * _y(c),), "1 / {0}", domain=(0.5, 3.0))
-unary("negative", lambda xp, x: -x, lambda c, g: (-g,), "-{0}")
+unary("negative", lambda xp, x: -x, lambda c, g: (-g,), "-{0}", ufunc=("negative", None))
 unary("logical_not", lambda xp, x: (x == 0), _nograd, "({0} == 0)", differentiable=False)
 unary("_copy", lambda xp, x: x.copy(), lambda c, g: (g,), "{0}", aliases=("identity",))
 unary("BlockGrad", lambda xp, x: x.copy(), _nograd, "{0}", aliases=("stop_gradient",), differentiable=False,
@@ -151,21 +167,35 @@ def _b(c):
     return c.inputs[1]
 
 
-def _binary_kernel(name, fn):
+def _binary_kernel(name, fn, ufunc=None):
+    """ufunc: the name of the xp ufunc computing the op; with one, the kernel writes into a given buffer (out=,
+    writes_out), its unsafe cast to the buffer's dtype being the astype to a's dtype of the eager result."""
     if _is_operator(fn):      # the hot arithmetic ops call the operator directly (no extra Python frame)
-        def run(xp, a, b):
+        def run(xp, a, b, out=None):
             if a.dtype != b.dtype:
                 same_dtype(name, a, b)
+            if out is not None:
+                return getattr(xp, ufunc)(a, b, out=out, casting="unsafe")
             result = fn(a, b)
             return result if result.dtype == a.dtype else result.astype(a.dtype)
         return run
 
-    def run(xp, a, b):
+    if ufunc is None:         # comparisons: no out= (writes_out is not declared for them)
+        def run(xp, a, b):
+            if a.dtype != b.dtype:
+                same_dtype(name, a, b)
+            result = fn(xp, a, b)
+            return result if result.dtype == a.dtype else result.astype(a.dtype)
+        return run
+
+    def run_out(xp, a, b, out=None):
         if a.dtype != b.dtype:
             same_dtype(name, a, b)
+        if out is not None:
+            return getattr(xp, ufunc)(a, b, out=out, casting="unsafe")
         result = fn(xp, a, b)
         return result if result.dtype == a.dtype else result.astype(a.dtype)
-    return run
+    return run_out
 
 
 def _is_operator(fn):
@@ -177,14 +207,16 @@ def _as_xp_fn(fn):
     return (lambda xp, a, b: fn(a, b)) if _is_operator(fn) else fn
 
 
-def _same_shape_kernel(name, fn):
+def _same_shape_kernel(name, fn, ufunc):
     fn = _as_xp_fn(fn)
 
-    def run(xp, a, b):
+    def run(xp, a, b, out=None):
         if a.shape != b.shape:
             raise ValueError(f"elemwise ops need equal shapes, got {a.shape} and {b.shape}; use broadcast_* or "
                              "the + - * / operators to broadcast")
         same_dtype(name, a, b)
+        if out is not None:
+            return getattr(xp, ufunc)(a, b, out=out, casting="unsafe")
         return _keep_dtype(a, fn(xp, a, b))
     return run
 
@@ -206,6 +238,9 @@ def _mod_grads(c, g):
     return g, -g * call("floor", _a(c) / _b(c))
 
 
+# the xp ufunc of each _BINARY op, which writes into planned buffers (out=)
+_BINARY_UFUNC = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "mod": "mod",
+                 "power": "power", "maximum": "maximum", "minimum": "minimum", "hypot": "hypot"}
 _BINARY = [
     # name, array function (a python operator, or fn(xp, a, b)), gradient (before reduction to input shapes),
     # template, aliases, test domain
@@ -242,13 +277,15 @@ def _ref2(fn):
 
 for _name, _fn, _grad, _tmpl, _aliases, _domain in _BINARY:
     register(OpDef(
-        name=f"broadcast_{_name}", kernel=_binary_kernel(f"broadcast_{_name}", _fn), inputs=("lhs", "rhs"),
-        grad=_sum_both(_grad), infer=infer_broadcast, kind="broadcast", scalar=_tmpl,
+        name=f"broadcast_{_name}", kernel=_binary_kernel(f"broadcast_{_name}", _fn, _BINARY_UFUNC[_name]),
+        inputs=("lhs", "rhs"), grad=_sum_both(_grad), infer=infer_broadcast, kind="broadcast", scalar=_tmpl,
+        writes_out=True,
         aliases=tuple(f"broadcast_{a}" for a in _aliases),
         test=OpTest(ref=_ref2(_as_xp_fn(_fn)), recipe="broadcast2", domain=_domain)))
 for _name, _fn, _grad, _tmpl, _aliases, _domain in _BINARY[:4]:
     register(OpDef(
-        name=f"elemwise_{_name}", kernel=_same_shape_kernel(f"elemwise_{_name}", _fn), inputs=("lhs", "rhs"),
+        name=f"elemwise_{_name}", kernel=_same_shape_kernel(f"elemwise_{_name}", _fn, _BINARY_UFUNC[_name]),
+        inputs=("lhs", "rhs"), writes_out=True,
         grad=_grad, infer=infer_same, kind="binary", scalar=_tmpl, aliases=(f"_{_name}",) + tuple(
             f"_{a}" for a in _aliases),
         test=OpTest(ref=_ref2(_as_xp_fn(_fn)), recipe="same2", domain=_domain)))
@@ -267,6 +304,24 @@ def _scalar_kernel(fn):
     def run(xp, x, scalar):
         return _keep_dtype(x, fn(xp, x, scalar))
     return run
+
+
+def _scalar_out_kernel(fn, ufunc, reflected):
+    """A scalar op that writes into a given buffer (out=, writes_out) through the xp ufunc `ufunc`; reflected:
+    the scalar is the left operand. The Python scalar promotes exactly as in fn."""
+    def run(xp, x, scalar, out=None):
+        if out is None:
+            return _keep_dtype(x, fn(xp, x, scalar))
+        args = (scalar, x) if reflected else (x, scalar)
+        return getattr(xp, ufunc)(*args, out=out, casting="unsafe")
+    return run
+
+
+# (xp ufunc, scalar on the left) of the scalar ops that write into planned buffers (out=)
+_SCALAR_UFUNC = {"_plus_scalar": ("add", False), "_minus_scalar": ("subtract", False),
+                 "_rminus_scalar": ("subtract", True), "_mul_scalar": ("multiply", False),
+                 "_div_scalar": ("true_divide", False), "_rdiv_scalar": ("true_divide", True),
+                 "_maximum_scalar": ("maximum", False), "_minimum_scalar": ("minimum", False)}
 
 
 _SCALAR = [
@@ -311,8 +366,10 @@ def _scalar_ref(fn):
 for _name, _fn, _grad, _tmpl, _domain in _SCALAR:
     _attrs = ({"scalar": 0.7}, {"scalar": 2.0}) if _name in ("_rmod_scalar", "_rdiv_scalar", "_power_scalar",
                                                              "_rpower_scalar", "_mod_scalar") else _SCALAR_TEST_ATTRS
-    register(OpDef(name=_name, kernel=_scalar_kernel(_fn), attrs=_SCALAR_ATTRS, grad=_grad, infer=infer_same,
-                   kind="scalar", scalar=_tmpl, hidden=True,
+    _ufunc = _SCALAR_UFUNC.get(_name)
+    register(OpDef(name=_name, kernel=_scalar_out_kernel(_fn, *_ufunc) if _ufunc else _scalar_kernel(_fn),
+                   attrs=_SCALAR_ATTRS, grad=_grad, infer=infer_same, kind="scalar", scalar=_tmpl, hidden=True,
+                   writes_out=_ufunc is not None,
                    test=OpTest(ref=_scalar_ref(_fn), recipe="unary", domain=_domain, recipe_attrs=_attrs)))
 for _name, _fn, _tmpl in _SCALAR_COMPARE:
     register(OpDef(name=_name, kernel=_scalar_kernel(_fn), attrs=_SCALAR_ATTRS, infer=infer_same, kind="scalar",

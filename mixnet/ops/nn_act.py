@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_dtype, parse_float, parse_int, parse_shape
-from .common import call, infer_same, sum_to
+from .common import call, infer_same, into, sum_to
 from .registry import OpDef, OpTest, register
 from .special import erf as _erf
 
@@ -31,8 +31,18 @@ _ACTS = {
 }
 
 
-def _k_activation(xp, data, act_type):
-    return _keep(data, _ACTS[act_type](xp, data))
+# activations computed by one xp ufunc write straight into a given buffer (out=); the others copy there
+_ACT_UFUNC = {"relu": ("maximum", 0), "tanh": ("tanh", None)}
+
+
+def _k_activation(xp, data, act_type, out=None):
+    if out is None:
+        return _keep(data, _ACTS[act_type](xp, data))
+    if act_type in _ACT_UFUNC:
+        name, operand = _ACT_UFUNC[act_type]
+        args = (data,) if operand is None else (data, operand)
+        return getattr(xp, name)(*args, out=out, casting="unsafe")
+    return into(xp, out, _ACTS[act_type](xp, data))
 
 
 def _g_activation(c, g):
@@ -49,7 +59,7 @@ def _g_activation(c, g):
 
 
 register(OpDef(
-    name="Activation", kernel=_k_activation, grad=_g_activation, infer=infer_same, kind="unary",
+    name="Activation", kernel=_k_activation, grad=_g_activation, infer=infer_same, kind="unary", writes_out=True,
     attrs={"act_type": Attr(choice("relu", "sigmoid", "tanh", "softrelu", "softsign"), REQUIRED)},
     test=OpTest(ref=lambda x, act_type: _ACTS[act_type](np, x.astype(np.float64)), recipe="unary",
                 domain=(0.1, 2.0),
@@ -60,13 +70,16 @@ register(OpDef(
 # NOTE: ReLU's backward is a primitive, g * (x > 0) in one op (a Numba loop on CPU once Numba is loaded) instead
 # of a comparison op, a cast of its mask and a product op. Its gradient w.r.t. g is itself; x gets none (the mask is
 # piecewise constant), as with the composite form.
-def _k_relu_bwd(xp, grad, data):
+def _k_relu_bwd(xp, grad, data, out=None):
     if grad.shape != data.shape:
         raise ValueError(f"gradient shape {grad.shape} does not match the data shape {data.shape}")
     nk = _fastpath.numba_kernels(xp, grad, data, load=False)
-    if nk is None:
+    if nk is None or (out is not None and (out.dtype != grad.dtype or not out.flags.c_contiguous)):
+        if out is not None:
+            return xp.multiply(grad, data > 0, out=out, casting="unsafe")
         return _keep(grad, grad * (data > 0))
-    out = np.empty(grad.shape, dtype=grad.dtype)
+    if out is None:
+        out = np.empty(grad.shape, dtype=grad.dtype)
     nk.relu_backward(np.ascontiguousarray(grad).reshape(-1), np.ascontiguousarray(data).reshape(-1),
                      out.reshape(-1))
     return out
@@ -74,7 +87,7 @@ def _k_relu_bwd(xp, grad, data):
 
 register(OpDef(
     name="_relu_bwd", kernel=_k_relu_bwd, inputs=("grad", "data"), kind="binary", scalar="{0} * ({1} > 0)",
-    infer=infer_same, nondiff_inputs=(1,), hidden=True,
+    infer=infer_same, nondiff_inputs=(1,), hidden=True, writes_out=True,
     grad=lambda c, h: (call("_relu_bwd", h, c.inputs[1]), None),
     test=OpTest(ref=lambda g, x: g * (x > 0), cases=(
         (((2, 3), (2, 3)), {}), (((4, 1, 5), (4, 1, 5)), {})))))
@@ -200,7 +213,7 @@ def _length_mask(xp, shape, length, axis):
 
 
 def _softmax_kernel(kind):
-    def run(xp, data, length=None, *, axis, temperature, dtype, use_length):
+    def run(xp, data, length=None, *, axis, temperature, dtype, use_length, out=None):
         ax = axis
         if not -data.ndim <= ax < data.ndim:
             raise ValueError(f"axis {axis} is out of range for data of shape {data.shape}")
@@ -217,15 +230,19 @@ def _softmax_kernel(kind):
         zmax = xp.where(xp.isfinite(zmax), zmax, 0)
         e = xp.exp(z - zmax)
         s = e.sum(axis=ax, keepdims=True)
-        if kind == "log_softmax":
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out = z - zmax - xp.log(s)
-        else:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out = e / s
+        # the last step writes straight into a given buffer of the computing dtype (out=), else copies there
+        direct = out is not None and mask is None and out.dtype == z.dtype
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if kind == "log_softmax":
+                y = xp.subtract(z, zmax, out=out if direct else None)
+                y -= xp.log(s)
+            else:
+                y = xp.divide(e, s, out=out if direct else None)
+        if direct:
+            return out
         if mask is not None:
-            out = xp.where(mask, out, 0)
-        return out.astype(dtype if dtype is not None else data.dtype, copy=False)
+            y = xp.where(mask, y, 0)
+        return into(xp, out, y.astype(dtype if dtype is not None else data.dtype, copy=False))
     return run
 
 
@@ -283,7 +300,7 @@ def _ref_softmax(kind):
 for _kind in ("softmax", "log_softmax", "softmin"):
     register(OpDef(
         name=_kind, kernel=_softmax_kernel(_kind), inputs=_softmax_inputs, attrs=_SOFTMAX_ATTRS,
-        grad=_softmax_grad(_kind), nondiff_inputs=(1,),
+        grad=_softmax_grad(_kind), nondiff_inputs=(1,), writes_out=True,
         test=OpTest(ref=_ref_softmax(_kind), int_inputs={1: (0, 5, "int32")}, cases=(
             (((3, 4),), {}), (((2, 3, 4),), {"axis": 1}), (((2, 5),), {"temperature": 2.0}),
             (((3, 4), (3,)), {"use_length": True}), (((2, 3, 4), (2, 4)), {"use_length": True, "axis": 1}),

@@ -15,7 +15,7 @@ from ..base import MXNetError
 from . import _fastpath
 from ._conv_fast import conv_data_grad_fast, conv_forward_fast, conv_weight_grad_fast, max_pool_backward_fast
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_int, parse_shape
-from .common import call
+from .common import call, into
 from .registry import OpDef, OpTest, register
 
 
@@ -186,16 +186,18 @@ def _geo(attrs):
     return {k: attrs[k] for k in ("kernel", "stride", "dilate", "pad", "num_group")}
 
 
-def _k_conv(xp, data, weight, kernel, stride, dilate, pad, num_group, out_size):
-    return conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, out_size)
+# The convolution kernels take out= (writes_out) by copying their result into the given buffer: the im2col and
+# Numba paths build their results in their own workspaces.
+def _k_conv(xp, data, weight, kernel, stride, dilate, pad, num_group, out_size, out=None):
+    return into(xp, out, conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, out_size))
 
 
-def _k_conv_dgrad(xp, grad, weight, kernel, stride, dilate, pad, num_group, shape):
-    return conv_data_grad(xp, grad, weight, shape, kernel, stride, dilate, pad, num_group)
+def _k_conv_dgrad(xp, grad, weight, kernel, stride, dilate, pad, num_group, shape, out=None):
+    return into(xp, out, conv_data_grad(xp, grad, weight, shape, kernel, stride, dilate, pad, num_group))
 
 
-def _k_conv_wgrad(xp, data, grad, kernel, stride, dilate, pad, num_group):
-    return conv_weight_grad(xp, data, grad, kernel, stride, dilate, pad, num_group)
+def _k_conv_wgrad(xp, data, grad, kernel, stride, dilate, pad, num_group, out=None):
+    return into(xp, out, conv_weight_grad(xp, data, grad, kernel, stride, dilate, pad, num_group))
 
 
 def _g_conv(c, g):
@@ -269,14 +271,14 @@ def _ref_conv_wgrad(x, g, kernel, stride=(), dilate=(), pad=(), num_group=1):
 
 register(OpDef(
     name="_conv", kernel=_k_conv, inputs=("data", "weight"), attrs=dict(_GEOM, out_size=Attr(parse_shape, ())),
-    grad=_g_conv, hidden=True,
+    grad=_g_conv, hidden=True, writes_out=True,
     test=OpTest(ref=_ref_conv, cases=(
         (((1, 2, 5), (3, 2, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,), "out_size": (3,)}),
         (((1, 2, 5), (3, 2, 2)), {"kernel": (2,), "stride": (2,), "out_size": (3,)}),
     ))))
 register(OpDef(
     name="_conv_data_grad", kernel=_k_conv_dgrad, inputs=("grad", "weight"),
-    attrs=dict(_GEOM, shape=Attr(parse_shape, REQUIRED)), grad=_g_conv_dgrad, hidden=True,
+    attrs=dict(_GEOM, shape=Attr(parse_shape, REQUIRED)), grad=_g_conv_dgrad, hidden=True, writes_out=True,
     test=OpTest(ref=_ref_conv_dgrad, cases=(
         (((1, 2, 3), (2, 3, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,), "shape": (5,)}),
         (((1, 4, 2, 2), (4, 1, 2, 2)), {"kernel": (2, 2), "stride": (2, 1), "num_group": 2, "shape": (4, 3)}),
@@ -284,7 +286,7 @@ register(OpDef(
     ))))
 register(OpDef(
     name="_conv_weight_grad", kernel=_k_conv_wgrad, inputs=("data", "grad"), attrs=_GEOM,
-    grad=_g_conv_wgrad, hidden=True,
+    grad=_g_conv_wgrad, hidden=True, writes_out=True,
     test=OpTest(ref=_ref_conv_wgrad, cases=(
         (((1, 2, 5), (1, 3, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,)}),
         (((1, 4, 4, 3), (1, 2, 3, 2)), {"kernel": (2, 2), "dilate": (1, 2), "num_group": 2}),
@@ -319,11 +321,11 @@ def _conv_inputs(a):
 
 
 def _k_convolution(xp, data, weight, bias=None, *, kernel, stride, dilate, pad, num_filter, num_group, workspace,
-                   no_bias, cudnn_tune, cudnn_off, layout):
+                   no_bias, cudnn_tune, cudnn_off, layout, out=None):
     _check_layout(layout, len(kernel))
     if weight.shape[0:1] != (num_filter,):
         raise ValueError(f"weight shape {weight.shape} does not match num_filter={num_filter}")
-    return conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, bias=bias)
+    return into(xp, out, conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, bias=bias))
 
 
 def _in_graph(x):
@@ -362,6 +364,7 @@ def _ref_convolution(x, w, b=None, **a):
 
 register(OpDef(
     name="Convolution", kernel=_k_convolution, inputs=_conv_inputs, attrs=_CONV_ATTRS, grad=_g_convolution,
+    writes_out=True,
     test=OpTest(ref=_ref_convolution, grad_rtol=2e-2, cases=(
         (((2, 3, 5, 5), (4, 3, 3, 3), (4,)), {"kernel": (3, 3), "num_filter": 4}),
         (((1, 2, 6, 5), (2, 2, 3, 2)), {"kernel": (3, 2), "num_filter": 2, "stride": (2, 1), "pad": (1, 1),
@@ -482,12 +485,19 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # FullyConnected and its two bilinear partners
-def _k_fc_dgrad(xp, grad, weight):
-    return xp.matmul(grad, weight)
+def _matmul(xp, a, b, out):
+    """a @ b, written by BLAS into `out` when given (writes_out) and of the product's dtype, else copied there."""
+    if out is not None and out.dtype == np.result_type(a.dtype, b.dtype):
+        return xp.matmul(a, b, out=out)
+    return into(xp, out, xp.matmul(a, b))
 
 
-def _k_fc_wgrad(xp, grad, data):
-    return xp.matmul(grad.T, data)
+def _k_fc_dgrad(xp, grad, weight, out=None):
+    return _matmul(xp, grad, weight, out)
+
+
+def _k_fc_wgrad(xp, grad, data, out=None):
+    return _matmul(xp, grad.T, data, out)
 
 
 def _infer_matmul(transpose_lhs):
@@ -503,11 +513,13 @@ def _infer_matmul(transpose_lhs):
 
 register(OpDef(
     name="_fc_data_grad", kernel=_k_fc_dgrad, inputs=("grad", "weight"), hidden=True, infer=_infer_matmul(False),
+    writes_out=True,
     grad=lambda c, h: (call("FullyConnected", h, c.inputs[1], num_hidden=c.inputs[1].shape[0], no_bias=True),
                        call("_fc_weight_grad", c.inputs[0], h)),
     test=OpTest(ref=lambda g, w: g.astype(np.float64) @ w, cases=((((3, 4), (4, 5)), {}),))))
 register(OpDef(
     name="_fc_weight_grad", kernel=_k_fc_wgrad, inputs=("grad", "data"), hidden=True, infer=_infer_matmul(True),
+    writes_out=True,
     grad=lambda c, h: (call("FullyConnected", c.inputs[1], h, num_hidden=h.shape[0], no_bias=True),
                        call("_fc_data_grad", c.inputs[0], h)),
     test=OpTest(ref=lambda g, x: g.T.astype(np.float64) @ x, cases=((((3, 4), (3, 5)), {}),))))
@@ -517,7 +529,7 @@ def _fc_inputs(a):
     return ("data", "weight") if a["no_bias"] else ("data", "weight", "bias")
 
 
-def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten):
+def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten, out=None):
     if flatten:
         x2 = data.reshape(data.shape[0], -1) if data.ndim != 2 else data
         out_shape = (data.shape[0], num_hidden)
@@ -528,10 +540,19 @@ def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten):
     if tuple(weight.shape) != (num_hidden, k):
         raise ValueError(f"weight shape {weight.shape} does not match ({num_hidden}, {k}) (num_hidden, input "
                          "features)")
+    if bias is not None and tuple(bias.shape) != (num_hidden,):
+        raise ValueError(f"bias shape {bias.shape} does not match ({num_hidden},) (num_hidden,)")
+    if out is not None:
+        if out.dtype != np.result_type(x2.dtype, weight.dtype) or out.dtype != data.dtype \
+                or tuple(out.shape) != out_shape or not out.flags.c_contiguous:
+            return into(xp, out, _k_fc(xp, data, weight, bias, num_hidden=num_hidden, no_bias=no_bias,
+                                       flatten=flatten))
+        y = xp.matmul(x2, weight.T, out=out.reshape(x2.shape[0], num_hidden))    # BLAS writes the buffer
+        if bias is not None:
+            xp.add(y, bias, out=y, casting="unsafe")
+        return out
     y = xp.matmul(x2, weight.T)                            # one GEMM; BLAS takes the transposed weight as is
     if bias is not None:
-        if tuple(bias.shape) != (num_hidden,):
-            raise ValueError(f"bias shape {bias.shape} does not match ({num_hidden},) (num_hidden,)")
         if y.dtype == np.result_type(y.dtype, bias.dtype):
             y += bias                                      # y is fresh: add in place, no second temporary
         else:
@@ -571,7 +592,7 @@ def _ref_fc(x, w, b=None, num_hidden=None, no_bias=False, flatten=True):
 
 
 register(OpDef(
-    name="FullyConnected", kernel=_k_fc, inputs=_fc_inputs, grad=_g_fc, infer=_infer_fc,
+    name="FullyConnected", kernel=_k_fc, inputs=_fc_inputs, grad=_g_fc, infer=_infer_fc, writes_out=True,
     attrs={"num_hidden": Attr(parse_int, REQUIRED), "no_bias": Attr(parse_bool, False),
            "flatten": Attr(parse_bool, True)},
     test=OpTest(ref=_ref_fc, cases=(
@@ -632,7 +653,8 @@ def _pool_count(xp, spatial, kernel, stride, pad, out, include_pad, dtype):
 
 
 def _pool_forward(xp, x, kernel, pool_type, global_pool, pooling_convention, stride, pad, p_value,
-                  count_include_pad, layout):
+                  count_include_pad, layout, out_buf=None):
+    """out_buf: a buffer the max path's running maximum starts in (out=); the caller copies other results."""
     kernel, stride, pad, out = _pool_setup(x, kernel, pool_type, global_pool, pooling_convention, stride, pad,
                                            layout)
     nd = len(kernel)
@@ -644,7 +666,12 @@ def _pool_forward(xp, x, kernel, pool_type, global_pool, pooling_convention, str
         offsets = _kernel_offsets(kernel)
         if len(offsets) > _MAX_LOOP:
             return win.max(axis=kaxes)
-        best = win[(Ellipsis,) + offsets[0]].copy()       # a running maximum over strided views: no reduce over
+        first = win[(Ellipsis,) + offsets[0]]
+        if out_buf is not None and out_buf.dtype == x.dtype and out_buf.shape == first.shape:
+            xp.copyto(out_buf, first)
+            best = out_buf
+        else:
+            best = first.copy()                            # a running maximum over strided views: no reduce over
         for k in offsets[1:]:                              # window axes (numpy's is ~10x slower there)
             xp.maximum(best, win[(Ellipsis,) + k], out=best)
         return best
@@ -660,9 +687,9 @@ def _pool_forward(xp, x, kernel, pool_type, global_pool, pooling_convention, str
                                                                                                    copy=False)
 
 
-def _k_pooling(xp, data, **a):
+def _k_pooling(xp, data, out=None, **a):
     a.pop("cudnn_off")
-    return _pool_forward(xp, data, **a)
+    return into(xp, out, _pool_forward(xp, data, out_buf=out, **a))
 
 
 def _scatter_windows(xp, vals, shape, kernel, stride, pad, out):
@@ -739,7 +766,14 @@ def _pool_attrs(c, **over):
     return a
 
 
-def _k_pool_max_bwd(xp, grad, data, **a):
+def _k_pool_max_bwd(xp, grad, data, out=None, **a):
+    """out=: the given buffer (writes_out) takes the result; the exact-tiling path scatters straight into it."""
+    if out is None:
+        return _pool_max_bwd(xp, grad, data, None, **a)
+    return into(xp, out, _pool_max_bwd(xp, grad, data, out, **a))
+
+
+def _pool_max_bwd(xp, grad, data, out_buf, **a):
     a.pop("cudnn_off")
     kernel, stride, pad, out = _pool_setup(data, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
                                            a["stride"], a["pad"], a["layout"])
@@ -757,7 +791,10 @@ def _k_pool_max_bwd(xp, grad, data, **a):
     padded = [max((o - 1) * s + k, L + p) for o, s, k, L, p in zip(out, stride, kernel, shape, pad)]
     # windows that tile the input exactly (the usual 2x2 / stride 2) write every element once: no zero-fill
     tiles = all(s == k and p == 0 and o * s == L for o, s, k, L, p in zip(out, stride, kernel, shape, pad))
-    buf = (xp.empty if tiles else xp.zeros)((n, c) + tuple(padded), dtype=dtype)
+    if tiles and out_buf is not None and out_buf.dtype == dtype and tuple(out_buf.shape) == (n, c) + tuple(padded):
+        buf = out_buf
+    else:
+        buf = (xp.empty if tiles else xp.zeros)((n, c) + tuple(padded), dtype=dtype)
     for kidx, hit in hits:
         sl = (slice(None), slice(None)) + tuple(slice(ki, ki + (o - 1) * s + 1, s)
                                                 for ki, o, s in zip(kidx, out, stride))
@@ -771,7 +808,11 @@ def _k_pool_max_bwd(xp, grad, data, **a):
     return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop])
 
 
-def _k_pool_max_gather(xp, head, data, **a):
+def _k_pool_max_gather(xp, head, data, out=None, **a):
+    return into(xp, out, _pool_max_gather(xp, head, data, **a))
+
+
+def _pool_max_gather(xp, head, data, **a):
     a.pop("cudnn_off")
     kernel, stride, pad, out = _pool_setup(data, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
                                            a["stride"], a["pad"], a["layout"])
@@ -792,7 +833,11 @@ def _k_pool_max_gather(xp, head, data, **a):
     return res
 
 
-def _k_pool_lin_bwd(xp, grad, shape, **a):
+def _k_pool_lin_bwd(xp, grad, shape, out=None, **a):
+    return into(xp, out, _pool_lin_bwd(xp, grad, shape, **a))
+
+
+def _pool_lin_bwd(xp, grad, shape, **a):
     """Adjoint of avg/sum pooling of an input with spatial size `shape`."""
     a.pop("cudnn_off")
     fake = np.broadcast_to(np.zeros((), dtype=grad.dtype), grad.shape[:2] + tuple(shape))
@@ -903,7 +948,7 @@ def _ref_pool_lin_bwd(g, shape, **a):
 
 
 register(OpDef(
-    name="Pooling", kernel=_k_pooling, attrs=_POOL_ATTRS, grad=_g_pooling,
+    name="Pooling", kernel=_k_pooling, attrs=_POOL_ATTRS, grad=_g_pooling, writes_out=True,
     # MXNet 1.9.1's (oneDNN) max pooling records a hidden workspace output in -symbol.json files
     json_outputs=lambda a: 2 if a["pool_type"] == "max" and not a["global_pool"] else 1,
     test=OpTest(ref=_ref_pooling, domain=(0.2, 2.0), cases=(
@@ -927,6 +972,7 @@ register(OpDef(
         "lp pooling is (sum x^p)^(1/p) without abs (MXNet)."))
 register(OpDef(
     name="_pool_max_bwd", kernel=_k_pool_max_bwd, inputs=("grad", "data"), attrs=_POOL_ATTRS, hidden=True,
+    writes_out=True,
     nondiff_inputs=(1,),
     grad=lambda c, h: (call("_pool_max_gather", h, c.inputs[1], **c.attrs), None),
     test=OpTest(ref=_ref_pool_max_bwd, domain=(0.2, 2.0), grad2=False, cases=(
@@ -935,6 +981,7 @@ register(OpDef(
                                         "pad": (1, 1)})))))
 register(OpDef(
     name="_pool_max_gather", kernel=_k_pool_max_gather, inputs=("head", "data"), attrs=_POOL_ATTRS, hidden=True,
+    writes_out=True,
     nondiff_inputs=(1,),
     grad=lambda c, g: (call("_pool_max_bwd", g, c.inputs[1], **c.attrs), None),
     test=OpTest(ref=_ref_pool_gather, domain=(0.2, 2.0), grad2=False, cases=(
@@ -942,7 +989,7 @@ register(OpDef(
         (((1, 1, 4, 5), (1, 1, 4, 5)), {"kernel": (3, 3), "stride": (2, 2), "pooling_convention": "full",
                                         "pad": (1, 1)})))))
 register(OpDef(
-    name="_pool_lin_bwd", kernel=_k_pool_lin_bwd, inputs=("grad",), hidden=True,
+    name="_pool_lin_bwd", kernel=_k_pool_lin_bwd, inputs=("grad",), hidden=True, writes_out=True,
     attrs=dict(_POOL_ATTRS, shape=Attr(parse_shape, REQUIRED)), grad=_g_pool_lin_bwd,
     test=OpTest(ref=_ref_pool_lin_bwd, cases=(
         (((1, 2, 3, 3),), {"shape": (5, 5), "kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg",

@@ -62,12 +62,30 @@ def _size_class(nbytes):
     return 1 << max(int(nbytes - 1).bit_length(), 6)
 
 
+def _through_views(symbol, life):
+    """Lifetimes stretched over values that may be views: an op that does not declare writes_out may return a view
+    of an input (Reshape, Flatten, expand_dims), so a value's memory stays in use while anything computed from it
+    by such ops is live, and escapes the call when one of those is an output."""
+    stretched = dict(life)
+    for node in reversed(topo_order(symbol._outputs)):           # readers before their sources: transitive
+        if node.op is None or node.op.writes_out:
+            continue
+        end = max(stretched[(id(node), i)][1] for i in range(node.num_outputs()))
+        for src, index in node.inputs:
+            if src.op is not None:
+                first, last = stretched[(id(src), index)]
+                stretched[(id(src), index)] = (first, max(last, end))
+    return stretched
+
+
 def assign_buffers(symbol, eshape, edtype, eligible):
     """Slots for the entries in `eligible` (non-escaping outputs of out-writing ops): returns ({entry: slot},
     [slot sizes in bytes]). Greedy in schedule order: a value takes a free slot of its size class whose previous
-    value's lifetime has ended, else a new slot."""
-    life = lifetimes(symbol)
-    order = sorted((k for k in eligible if k in life), key=lambda k: life[k])
+    value's lifetime (stretched over views of it) has ended, else a new slot; a value reaching an output through
+    views gets none."""
+    life = _through_views(symbol, lifetimes(symbol))
+    end = len(topo_order(symbol._outputs))
+    order = sorted((k for k in eligible if k in life and life[k][1] < end), key=lambda k: life[k])
     slots, free, slot_of, busy = [], {}, {}, []     # busy: (last step, slot)
     for key in order:
         first, last = life[key]
