@@ -131,6 +131,10 @@ def _write_eager_marker(dtype, kernels):
 
 def _main(spec):
     from .numba_cpu import signature
+    if any("eager" in job for job in spec) and hasattr(os, "nice"):
+        # The parent keeps training on the generic path meanwhile: on a machine with few cores it should not
+        # have to share its core with the compiler.
+        os.nice(10)
     for job in spec:
         if "eager" in job:
             from ..ops import _numba_kernels
