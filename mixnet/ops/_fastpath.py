@@ -60,15 +60,16 @@ def _prepare(dtype, load):
     """The module if `dtype`'s loops can run now, else None; starts or checks on their compilation."""
     global _module
     _collect()
-    if dtype not in _ready and load:
+    waiting = dtype in _pending or (_compiling is not None and dtype in _compiling[1])
+    if dtype not in _ready and load and not waiting:        # decided once per dtype
         from ..codegen import precompile
         if not config.COMPILE_BACKGROUND:
             _ready.update(d.name for d in _FLOATS)      # every loop compiles on its first use, as before
         elif precompile.eager_is_cached(dtype):
             _ready.add(dtype)                           # loads the cached machine code on first use
-        elif _compiling is None or dtype not in _compiling[1]:
+        else:
             _pending.add(dtype)
-            _launch()
+    _launch()
     if dtype not in _ready:
         return None
     if _module is None:

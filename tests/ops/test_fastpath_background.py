@@ -28,6 +28,7 @@ class FakeChild:
     def __init__(self, ok=True):
         self.ok = ok
         self.launches = []
+        self.asked = []                  # eager_is_cached calls
         self.running = 0
         self.most_running = 0
         self.release = threading.Event()
@@ -52,8 +53,8 @@ def fresh(monkeypatch):
     monkeypatch.setattr(_fastpath, "_ready", set())
     monkeypatch.setattr(_fastpath, "_pending", set())
     monkeypatch.setattr(_fastpath, "_compiling", None)
-    monkeypatch.setattr(precompile, "eager_is_cached", lambda dtype: False)
     child = FakeChild()
+    monkeypatch.setattr(precompile, "eager_is_cached", lambda dtype: child.asked.append(dtype) and False)
     monkeypatch.setattr(precompile, "compile_eager_elsewhere", child)
     calls = []
     real = nn_conv.conv_forward_fast
@@ -84,6 +85,7 @@ def test_first_calls_run_the_generic_path_until_the_child_is_done(fresh):
         np.testing.assert_array_equal(nn_conv.conv_forward(np, x, w, *GEO), expected)
     assert fast_calls == [] and _fastpath._module is None
     assert child.launches == [["float32"]]               # started once, for the dtype asked for
+    assert child.asked == ["float32"]                    # the cache checked once, not on every call
     child.release.set()
     _fastpath.wait_compiled()
     y = nn_conv.conv_forward(np, x, w, *GEO)
