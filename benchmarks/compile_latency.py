@@ -8,13 +8,19 @@ Cases:
           the training plans, their backward graphs and fused backward kernels)
   chain   W1 block tanh(x*0.5+1)*sigmoid(x) - x*x/3, hybridized, predict mode, 1e6 float32: first call compiles
           (cold) or loads (warm) one fused Numba kernel
-Per process it reports import_s (import mixnet), setup_s (build + initialize + hybridize), first_call_s,
+  lenet-train  eager LeNet (benchmarks/lenet.py's net, batch 64) with SGD: the eager fast paths' Numba loops
+          (mixnet/ops/_numba_kernels.py). NUMBA_CACHE_DIR also points into the new directory (cold: empty). It
+          reports first_step_s, steps20_s (the first 20 steps, the first included), fast_ready_s (from the first
+          step until the loops' background compilation is done), load_step_s (the step that imports Numba and
+          loads the loops) and step_ms (median of 10 steps after it). Run it with MIXNET_COMPILE_BACKGROUND=0 for
+          the synchronous behaviour (compile inside the first step).
+Per process the hybridized cases report import_s (import mixnet), setup_s (build + initialize + hybridize), first_call_s,
 second_call_s (both may still run unfused: kernels compile in the background), fused_ready_s (from the first call
 until every fused kernel is compiled and swapped in) and fused_call_s (a call with them), plus the kernel files
 and Numba cache files in the cache dir.
 Targets (issue): first hybridized call of the MLP <= 2 s cold, <= 0.3 s warm.
 
-    python3 benchmarks/compile_latency.py [--cases mlp,chain] [--repeats 1] [--threads N]
+    python3 benchmarks/compile_latency.py [--cases mlp,chain,lenet-train] [--repeats 1] [--threads N]
 """
 import argparse
 import json
@@ -39,6 +45,8 @@ def child(case):
     import numpy as np
     import mixnet as mx
     t1 = time.perf_counter()
+    if case == "lenet-train":
+        return eager_lenet(mx, np, t0, t1)
     nn = mx.gluon.nn
     rng = np.random.default_rng(0)
     if case in ("mlp", "mlp-train"):
@@ -89,6 +97,46 @@ def child(case):
             "fused_call_s": round(t6 - t5, 4), "fused_groups": sum(p.fused_groups for p in plans)}
 
 
+def eager_lenet(mx, np, t0, t1):
+    from mixnet import config
+    from mixnet.ops import _fastpath
+    nn = mx.gluon.nn
+    rng = np.random.default_rng(0)
+    net = nn.Sequential()
+    net.add(nn.Conv2D(20, kernel_size=5, activation="relu", in_channels=1), nn.MaxPool2D(pool_size=2, strides=2),
+            nn.Conv2D(50, kernel_size=5, activation="relu", in_channels=20), nn.MaxPool2D(pool_size=2, strides=2),
+            nn.Dense(500, activation="relu", in_units=800), nn.Dense(10, in_units=500))
+    net.initialize(mx.init.Xavier())
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
+    x = mx.nd.array(rng.standard_normal((64, 1, 28, 28), dtype=np.float32))
+    y = mx.nd.array(rng.integers(0, 10, 64).astype(np.float32))
+
+    def step():
+        start = time.perf_counter()
+        with mx.autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(64)
+        loss.wait_to_read()
+        return time.perf_counter() - start
+
+    t2 = time.perf_counter()
+    steps = [step() for _ in range(20)]
+    t3 = time.perf_counter()
+    wait = getattr(_fastpath, "wait_compiled", None)      # absent before background compilation existed
+    if wait is not None:
+        wait()
+    t4 = time.perf_counter()
+    load_step = step()
+    rest = sorted(step() for _ in range(10))
+    return {"import_s": round(t1 - t0, 3), "setup_s": round(t2 - t1, 3), "first_step_s": round(steps[0], 3),
+            "steps20_s": round(sum(steps), 3), "second_step_s": round(steps[1], 3),
+            "fast_ready_s": round(t4 - t2, 3), "load_step_s": round(load_step, 3),
+            "step_ms": round(1000 * rest[len(rest) // 2], 1), "fast_path": _fastpath._module is not None,
+            "background": config.COMPILE_BACKGROUND}
+
+
 def cache_files(path):
     kernels = numba_files = 0
     for dirpath, _, files in os.walk(path):
@@ -119,8 +167,11 @@ def main():
                 for state in ("cold", "warm"):
                     load = os.getloadavg()[0]
                     start = time.perf_counter()
-                    proc = subprocess.run([sys.executable, script, "--child", case],
-                                          env={**env, "MIXNET_CACHE_DIR": cache}, capture_output=True, text=True)
+                    run_env = {**env, "MIXNET_CACHE_DIR": cache}
+                    if case == "lenet-train":          # the eager loops cache where Numba is told to
+                        run_env["NUMBA_CACHE_DIR"] = os.path.join(cache, "numba-eager")
+                    proc = subprocess.run([sys.executable, script, "--child", case], env=run_env,
+                                          capture_output=True, text=True)
                     wall = time.perf_counter() - start
                     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
                     if proc.returncode or not lines:

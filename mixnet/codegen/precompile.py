@@ -1,18 +1,40 @@
-"""Compiling fused kernels in a separate process, so a hybridized block's first calls are not slowed down.
+"""Compiling Numba kernels in a separate process, so a hybridized block's or an eager op's first calls are not
+slowed down.
 
 Numba's compiler is Python code: in a thread of the training process it holds the GIL for seconds and every
 numpy call of the training loop waits for it. A child process (`python -m mixnet.codegen.precompile`) compiles
 the kernels into the shared on-disk cache instead; the training process then only loads them (~0.15 s each). A
-child whose parent has exited still finishes, so the next run starts warm.
+child whose parent has exited still finishes, so the next run starts warm. At most one child compiles for a
+process at a time (the machines have few cores); a second request waits for the first child to end.
+
+Two kinds of kernels:
+* fused kernels (`compile_elsewhere`, `is_cached`): generated files in mixnet's kernel cache, compiled by path and
+  signature.
+* the eager fast-path loops of `mixnet/ops/_numba_kernels.py` (`compile_eager_elsewhere`, `eager_is_cached`), per
+  dtype: the child runs `_numba_kernels.warm_up(dtype)`, which calls each loop once on tiny arrays with the
+  argument types the fast paths pass. Numba's cache index says which signatures are cached, but it is a pickle;
+  so the child then writes a small JSON marker beside it, naming the index files, the source file's stamp and the
+  Numba and Python versions, and `eager_is_cached` checks that marker (without importing Numba). A cache in a
+  place the marker check does not know (Numba's fallbacks for a read-only install) just reads as not cached: each
+  process then starts a child, which finds Numba's cache and ends after its ~2 s of start-up.
 """
+import glob
+import hashlib
+import importlib.metadata
 import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 
 from . import cache
 
-__all__ = ["compile_elsewhere", "is_cached"]
+__all__ = ["compile_elsewhere", "is_cached", "compile_eager_elsewhere", "eager_is_cached"]
+
+_ONE_CHILD = threading.Lock()
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_EAGER_SOURCE = os.path.join(_PACKAGE_ROOT, "mixnet", "ops", "_numba_kernels.py")
 
 
 def is_cached(kernel):
@@ -25,18 +47,100 @@ def compile_elsewhere(jobs, timeout=600):
     caller then loads them with Kernel.ensure_compiled, and compiles itself when this returned False)."""
     spec = [{"path": k.path, "dtype": k.dtype.name, "arrays": k.n_inputs + k.n_outputs, "variant": v}
             for k, v in jobs]
-    env = dict(os.environ, MIXNET_CACHE_DIR=cache.cache_dir(), NUMBA_CACHE_DIR=cache.numba_cache_dir())
-    try:
-        done = subprocess.run([sys.executable, "-m", "mixnet.codegen.precompile", json.dumps(spec)], env=env,
-                              capture_output=True, timeout=timeout, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return False
+    return _run_child(spec, {"MIXNET_CACHE_DIR": cache.cache_dir(), "NUMBA_CACHE_DIR": cache.numba_cache_dir()},
+                      timeout)
+
+
+def compile_eager_elsewhere(dtypes, timeout=600):
+    """Compiles the eager loops for each dtype name ('float32', 'float64') in a child process into Numba's cache
+    (where this process's Numba looks: the same NUMBA_CACHE_DIR); True on success."""
+    return _run_child([{"eager": d} for d in dtypes], {}, timeout)
+
+
+def _run_child(spec, env, timeout):
+    # The child imports the mixnet this module belongs to (also when the parent found it through sys.path edits),
+    # so its Numba cache keys match. Its output is not kept: it may outlive this process and its pipes.
+    path = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=_PACKAGE_ROOT + (os.pathsep + path if path else ""), **env)
+    with _ONE_CHILD:
+        try:
+            done = subprocess.run([sys.executable, "-m", "mixnet.codegen.precompile", json.dumps(spec)], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout,
+                                  check=False)
+        except (OSError, subprocess.SubprocessError):
+            return False
     return done.returncode == 0
+
+
+def _eager_cache_dir():
+    """Where Numba caches the eager loops with its two usual locators: under $NUMBA_CACHE_DIR (a directory named
+    after the source directory and the sha1 of its path), else `__pycache__` beside the source file."""
+    source_dir = os.path.dirname(_EAGER_SOURCE)
+    root = os.environ.get("NUMBA_CACHE_DIR")
+    if root:
+        digest = hashlib.sha1(source_dir.encode()).hexdigest()
+        return os.path.join(root, os.path.basename(source_dir) + "_" + digest)
+    return os.path.join(source_dir, "__pycache__")
+
+
+def _eager_marker(dtype):
+    return os.path.join(_eager_cache_dir(), f"_numba_kernels.mixnet-{dtype}.json")
+
+
+def _eager_stamp():
+    st = os.stat(_EAGER_SOURCE)
+    return {"source": [st.st_mtime_ns, st.st_size], "numba": importlib.metadata.version("numba"),
+            "python": sys.implementation.cache_tag}
+
+
+def eager_is_cached(dtype):
+    """The eager loops for `dtype` were compiled into Numba's cache from the current source (a marker written
+    after a successful compile, whose index files are all still there)."""
+    try:
+        with open(_eager_marker(dtype), encoding="utf-8") as f:
+            marker = json.load(f)
+        stamp = _eager_stamp()
+    except (OSError, ValueError, importlib.metadata.PackageNotFoundError):
+        return False
+    if not isinstance(marker, dict) or not isinstance(marker.get("index"), list) or not marker["index"]:
+        return False
+    if any(marker.get(key) != value for key, value in stamp.items()):
+        return False
+    directory = _eager_cache_dir()
+    return all(isinstance(name, str) and os.path.isfile(os.path.join(directory, os.path.basename(name)))
+               for name in marker["index"])
+
+
+def _write_eager_marker(dtype, kernels):
+    """After kernels.warm_up(dtype): the marker, if every loop has its index file where eager_is_cached looks."""
+    directory = _eager_cache_dir()
+    index = []
+    for loop in kernels.loops():
+        code = loop.py_func.__code__
+        pattern = f"_numba_kernels.{glob.escape(loop.py_func.__qualname__)}-{code.co_firstlineno}.*.nbi"
+        found = glob.glob(os.path.join(glob.escape(directory), pattern))
+        if not found:
+            return False
+        index += sorted(os.path.basename(f) for f in found)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump({**_eager_stamp(), "index": index}, f)
+    os.replace(tmp, _eager_marker(dtype))
+    return True
 
 
 def _main(spec):
     from .numba_cpu import signature
+    if any("eager" in job for job in spec) and hasattr(os, "nice"):
+        # The parent keeps training on the generic path meanwhile: on a machine with few cores it should not
+        # have to share its core with the compiler.
+        os.nice(10)
     for job in spec:
+        if "eager" in job:
+            from ..ops import _numba_kernels
+            _numba_kernels.warm_up(job["eager"])
+            _write_eager_marker(job["eager"], _numba_kernels)
+            continue
         with open(job["path"], encoding="utf-8") as f:
             module = cache.load_source(f.read())
         getattr(module, job["variant"]).compile(signature(job["dtype"], job["arrays"]))

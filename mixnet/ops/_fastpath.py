@@ -1,13 +1,18 @@
 """When the CPU kernels take their Numba fast paths, and the scratch buffers those paths reuse.
 
 * `numba_kernels(xp, *arrays, load=True)`: the module of hand-written Numba loops (`_numba_kernels`), imported on
-  first use, when every array is a numpy float32/float64 array of one dtype and `ENABLED` is true; otherwise None
-  and the caller runs its generic xp code (cupy, integer dtypes, mixed dtypes). Tests set `ENABLED = False` to
-  compare the two paths. The first use of the module in a process costs Numba's import and start-up (~1.5 s
-  here with a warm cache; compiling a cold cache took ~10 s for all the kernels under load), which the
-  convolution and max-pool loops repay within tens of steps. Kernels that gain only a fraction of a millisecond
-  (ReLU's backward, the SGD update) pass `load=False`: they use the loops once something else has loaded them
-  and numpy before, with the same results either way.
+  first use, when every array is a numpy float32/float64 array of one dtype, `ENABLED` is true and the loops for
+  that dtype are ready; otherwise None and the caller runs its generic xp code (cupy, integer dtypes, mixed
+  dtypes), which gives the same results. Tests set `ENABLED = False` to compare the two paths. Kernels that gain
+  only a fraction of a millisecond (ReLU's backward, the SGD update) pass `load=False`: they use the loops once
+  something else has loaded them, and numpy before.
+* Compile latency. Compiling the loops for one dtype takes ~10 s on this machine (Numba's compiler holds the GIL),
+  which used to land inside the first LeNet step. By default (config.COMPILE_BACKGROUND) a dtype whose loops are
+  not in Numba's on-disk cache yet keeps the generic path while one child process compiles them into that cache
+  (codegen/precompile.py: at most one compiling child per process, for these and the fused kernels); the call
+  after it finishes imports the module and loads the machine code (~1.5 s once: Numba's import and cache loads).
+  Loops already in the cache load on first use. With MIXNET_COMPILE_BACKGROUND=0 they compile on first use, as
+  Numba does by default. `wait_compiled()` blocks until the child is done (benchmarks, tests).
 * `workspace(slot, shape, dtype)`: an uninitialised C-contiguous array from a per-thread buffer that is kept
   between calls. A convolution's im2col columns and GEMM output are several megabytes and live only inside one
   kernel call; allocating them fresh each call costs one page fault per 4 KiB page, which on this VM was more
@@ -20,17 +25,22 @@ import threading
 
 import numpy as np
 
+from .. import config
+
 ENABLED = True
 WORKSPACE_LIMIT = 64 << 20
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _module = None
+_ready = set()          # dtype names whose loops are compiled or in the on-disk cache
+_pending = set()        # dtype names waiting for a compiling child
+_compiling = None       # the thread waiting on the child, and the dtypes it compiles
+_state_lock = threading.Lock()
 _local = threading.local()
 
 
 def numba_kernels(xp, *arrays, load=True):
-    global _module
-    if not ENABLED or xp is not np or (_module is None and not load):
+    if not ENABLED or xp is not np:
         return None
     dtype = arrays[0].dtype
     if dtype not in _FLOATS:
@@ -38,10 +48,69 @@ def numba_kernels(xp, *arrays, load=True):
     for a in arrays[1:]:
         if a.dtype != dtype:
             return None
+    if _module is not None and dtype.name in _ready:
+        return _module
+    if not load and _module is None:
+        return None
+    with _state_lock:
+        return _prepare(dtype.name, load)
+
+
+def _prepare(dtype, load):
+    """The module if `dtype`'s loops can run now, else None; starts or checks on their compilation."""
+    global _module
+    _collect()
+    waiting = dtype in _pending or (_compiling is not None and dtype in _compiling[1])
+    if dtype not in _ready and load and not waiting:        # decided once per dtype
+        from ..codegen import precompile
+        if not config.COMPILE_BACKGROUND:
+            _ready.update(d.name for d in _FLOATS)      # every loop compiles on its first use, as before
+        elif precompile.eager_is_cached(dtype):
+            _ready.add(dtype)                           # loads the cached machine code on first use
+        else:
+            _pending.add(dtype)
+    _launch()
+    if dtype not in _ready:
+        return None
     if _module is None:
         from . import _numba_kernels
         _module = _numba_kernels
     return _module
+
+
+def _collect():
+    """A finished child's dtypes become ready. If it failed (no interpreter to start, a crash), they are ready all
+    the same: their loops then compile on first use in this process, as with background compilation off."""
+    global _compiling
+    if _compiling is not None and not _compiling[0].is_alive():
+        _ready.update(_compiling[1])
+        _compiling = None
+
+
+def _launch():
+    """One child at a time, for every dtype waiting; a dtype asked for while one runs waits for the next."""
+    global _compiling
+    if _compiling is not None or not _pending:
+        return
+    from ..codegen import precompile
+    dtypes = sorted(_pending)
+    _pending.clear()
+    thread = threading.Thread(target=precompile.compile_eager_elsewhere, args=(dtypes,), daemon=True,
+                              name="mixnet-eager-compile")
+    _compiling = (thread, dtypes)
+    thread.start()
+
+
+def wait_compiled():
+    """Blocks until no child compiles loops for this process (including dtypes queued behind one)."""
+    while True:
+        with _state_lock:
+            _collect()
+            _launch()
+            current = _compiling
+        if current is None:
+            return
+        current[0].join()
 
 
 def workspace(slot, shape, dtype):

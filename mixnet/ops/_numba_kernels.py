@@ -13,6 +13,7 @@ preallocated by the caller. No transcendental functions (this Numba has no SVML,
 """
 import numpy as np
 from numba import njit
+from numba.core.dispatcher import Dispatcher
 
 
 @njit(cache=True)
@@ -190,3 +191,27 @@ def sgd_mom_update(w, g, mom, lr, has_wd, lr_wd, rescale, momentum):
         m = m - step
         mom[k] = m
         w[k] = w[k] + m
+
+
+def loops():
+    """Every loop of this module (Numba dispatchers), the helpers the others call included."""
+    return [v for v in globals().values() if isinstance(v, Dispatcher)]
+
+
+def warm_up(dtype):
+    """Compiles (or loads from the cache) every loop for `dtype` ('float32' or 'float64') by running it on tiny
+    arrays with the argument types the fast paths pass: C-contiguous arrays of the dtype, Python ints for the
+    geometry, the pooling fill as a dtype scalar, the SGD scalars as np.float32 and its weight-decay flag as a bool
+    (tests/ops/test_fastpath_background.py checks that real calls compile nothing more). The background child of
+    codegen/precompile.py runs it."""
+    dt = np.dtype(dtype)
+    x = np.ones((1, 1, 2, 2), dt)
+    cols = np.empty((1, 1, 1, 1, 2, 2), dt)
+    im2col(x, 0, 1, 1, 1, 1, 1, 1, 0, 0, cols)
+    col2im(cols, 0, 1, 1, 1, 1, 0, 0, np.empty_like(x))
+    max_pool_backward(np.ones((1, 1, 1, 1), dt), x, 2, 2, 2, 2, 0, 0, dt.type(-np.inf), np.empty_like(x))
+    flat = np.ones(4, dt)
+    relu_backward(flat, flat, np.empty_like(flat))
+    f32 = np.float32(0.5)
+    sgd_update(flat.copy(), flat, f32, f32, f32)
+    sgd_mom_update(flat.copy(), flat, flat.copy(), f32, True, f32, f32, f32)
