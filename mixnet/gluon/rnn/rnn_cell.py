@@ -249,9 +249,8 @@ class RNNCell(_GatedCell):
         return output, [output]
 
 
-class LSTMCell(_GatedCell):
-    """LSTM cell, gates [i, f, g, o]: c' = f*c + i*g, h' = o*activation(c'); states [h, c]."""
-    _gates = 4
+class _RecurrentGatedCell(_GatedCell):
+    """LSTM and GRU cells: MXNet's constructor, with an activation and a recurrent (gate) activation."""
 
     def __init__(self, hidden_size, i2h_weight_initializer=None, h2h_weight_initializer=None,
                  i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", input_size=0, prefix=None,
@@ -260,6 +259,11 @@ class LSTMCell(_GatedCell):
         self._activation, self._recurrent_activation = activation, recurrent_activation
         self._make_params(hidden_size, input_size, i2h_weight_initializer, h2h_weight_initializer,
                           i2h_bias_initializer, h2h_bias_initializer)
+
+
+class LSTMCell(_RecurrentGatedCell):
+    """LSTM cell, gates [i, f, g, o]: c' = f*c + i*g, h' = o*activation(c'); states [h, c]."""
+    _gates = 4
 
     def state_info(self, batch_size=0):
         return [{"shape": (batch_size, self._hidden_size), "__layout__": "NC"},
@@ -285,17 +289,9 @@ class LSTMCell(_GatedCell):
         return next_h, [next_h, next_c]
 
 
-class GRUCell(_GatedCell):
+class GRUCell(_RecurrentGatedCell):
     """GRU cell, gates [r, z, n]: n = act(W_in x + b_in + r*(W_hn h + b_hn)), h' = (1-z)*n + z*h."""
     _gates = 3
-
-    def __init__(self, hidden_size, i2h_weight_initializer=None, h2h_weight_initializer=None,
-                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", input_size=0, prefix=None,
-                 params=None, activation="tanh", recurrent_activation="sigmoid"):
-        super().__init__(prefix=prefix, params=params)
-        self._activation, self._recurrent_activation = activation, recurrent_activation
-        self._make_params(hidden_size, input_size, i2h_weight_initializer, h2h_weight_initializer,
-                          i2h_bias_initializer, h2h_bias_initializer)
 
     def state_info(self, batch_size=0):
         return [{"shape": (batch_size, self._hidden_size), "__layout__": "NC"}]
