@@ -142,7 +142,7 @@ class RecurrentCell(Block):
             cell.reset()
 
     def state_info(self, batch_size=0):
-        raise NotImplementedError(f"{type(self).__name__} must define state_info")
+        raise MXNetError(f"{type(self).__name__} must define state_info(batch_size)")
 
     def begin_state(self, batch_size=0, func=nd_module.zeros, **kwargs):
         """Initial states: `func(name=..., shape=..., **kwargs)` per state_info entry (nd.zeros by default)."""
@@ -190,7 +190,7 @@ class HybridRecurrentCell(RecurrentCell, HybridBlock):
         super().__init__(prefix=prefix, params=params)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
-        raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward")
+        raise MXNetError(f"{type(self).__name__} must define hybrid_forward(self, F, inputs, states, ...)")
 
 
 class _GatedCell(HybridRecurrentCell):
