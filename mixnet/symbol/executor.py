@@ -2,8 +2,9 @@
 
 This executor interprets the graph: nodes run in topological order through the one dispatch door
 (`mixnet.ops.dispatch.apply`) on NDArrays, so autograd records them and `backward` uses the registry's gradient
-rules, exactly as eager code does. Graph-mode autodiff, memory planning and fusion (DESIGN.md, "Tracing and
-hybridize") come later and will replace this interpreter without changing the API.
+rules, exactly as eager code does. It serves mx.sym's bind/eval, check mode's op-by-op run, the replay behind
+higher-order gradients of hybridized calls and error explanations; hybridized blocks and SymbolBlocks run the
+compiled plans of gluon/cached_op.py instead.
 """
 import numpy as np
 

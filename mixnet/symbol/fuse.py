@@ -4,10 +4,10 @@ instead of one per op.
 
 A group is a connected set of fusible nodes (an op with a scalar template, one output, a float32/float64 result
 of one common shape; inputs may broadcast) grown greedily in topological order so that no path leaves the group
-and comes back (the contracted graph stays acyclic). The fused node is the hidden op `_fused_elemwise`; its outputs are the members
-used outside the group. Fusion is numerically within the approximations' stated ulp bounds of the unfused graph
-(codegen/approx.py); the fused node has no gradient rule, so hybridize runs the fused plan only when autograd is
-not recording (inference) — backward-graph fusion comes with graph-mode autodiff.
+and comes back (the contracted graph stays acyclic). The fused node is the hidden op `_fused_elemwise`; its
+outputs are the members used outside the group. Fusion is numerically within the approximations' stated ulp
+bounds of the unfused graph (codegen/approx.py). It runs after graph-mode autodiff, on forward and backward
+graphs alike (gluon/cached_op.py), so the fused node needs no gradient rule.
 """
 import numpy as np
 
