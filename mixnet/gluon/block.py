@@ -1,6 +1,6 @@
 """Gluon `Block` and `HybridBlock` with MXNet 1.x naming (prefixes, name_scope, `dense0_` counters), structural
-save/load, hooks and summaries. `hybridize()` is accepted and recorded; until the compiler lands (the hybridize
-issue) hybridized blocks run eagerly, which gives exactly the eager results."""
+save/load, hooks and summaries. `HybridBlock.hybridize()` traces and compiles the block (cached_graph.py,
+cached_op.py); results are the eager ones."""
 import inspect
 import json
 import os
@@ -418,9 +418,9 @@ class HybridBlock(Block):
         """Compiles the block: each new input signature is traced once into a graph (see cached_graph.py),
         later calls run the cached graph, compiled. Results are identical to eager ones.
 
-        static_alloc=True: values inside a call that fused kernels compute get planned buffers, allocated once
-        and reused by every call (co-shared when their lifetimes do not overlap); outputs are always fresh
-        arrays. A plan's memory_report() compares planned and naive bytes. mirror=True (or
+        static_alloc=True: values computed inside a call by ops that can write into given buffers (fused kernels,
+        GEMMs, convolutions, activations...) get planned buffers, allocated once and reused by every call
+        (co-shared when their lifetimes do not overlap); outputs are always fresh arrays. A plan's memory_report() compares planned and naive bytes. mirror=True (or
         MXNET_BACKWARD_DO_MIRROR=1): elementwise results are recomputed in the backward pass instead of kept
         from the forward (less training memory). static_shape, inline_limit and the bulk sizes are accepted
         for MXNet compatibility (every signature is already planned once).
