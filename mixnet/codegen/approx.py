@@ -13,13 +13,13 @@ tanh(+-inf) = +-1, log(0) = -inf, log(x < 0) = nan, log(inf) = inf; denormal inp
 Measured max error (tests/codegen/test_approx.py; reference: numpy / math.erf in float64; error in ulp of the float32
 result; every 97th float32 bit pattern, denormals included, plus special values; bounds asserted in ULP_BOUNDS):
 
-    exp_f32      0.95 ulp   Cody-Waite range reduction, degree-7 polynomial (Cephes expf), 2^n by bit shift
-    expm1_f32    1.38 ulp   same reduction, expm1(r) polynomial, 2^n*expm1(r) + (2^n - 1)
-    log_f32      0.78 ulp   mantissa/exponent split by bits, degree-9 polynomial (Cephes logf)
-    log1p_f32    2.37 ulp   u = 1 + x; log(u) * x / (u - 1)  (Goldberg's trick)
-    tanh_f32     6.03 ulp   13/6 rational function, clamped to +-7.9053 (Eigen's ptanh_float); x for |x| < 4e-4
+    exp_f32      0.99 ulp   Cody-Waite range reduction, degree-7 polynomial (Cephes expf), 2^n by bit shift
+    expm1_f32    1.34 ulp   same reduction, expm1(r) polynomial, 2^n*expm1(r) + (2^n - 1)
+    log_f32      0.76 ulp   mantissa/exponent split by bits, degree-9 polynomial (Cephes logf)
+    log1p_f32    2.25 ulp   u = 1 + x; log(u) * x / (u - 1)  (Goldberg's trick)
+    tanh_f32     4.31 ulp   13/6 rational function, clamped to +-7.9053 (Eigen's ptanh_float); x for |x| < 4e-4
     sigmoid_f32  2.25 ulp   exp(-|x|) then 1/(1+e) or e/(1+e)
-    erf_f32      7.19 ulp   odd 13/8 rational function clamped to +-4 (Eigen); 2/sqrt(pi) x for tiny x
+    erf_f32      5.36 ulp   odd 13/8 rational function clamped to +-4 (Eigen); 2/sqrt(pi) x for tiny x
 
 Float64 kernels use libm (numba_cpu maps the names to numpy's scalar functions): the same tricks work in float64
 with longer polynomials, not written yet.
@@ -45,6 +45,13 @@ with open(os.path.abspath(__file__), "rb") as _f:
 
 f32 = np.float32
 i32 = np.int32
+
+# `contract` lets LLVM turn each `p * r + c` of the polynomials into one FMA instruction (the instruction flags
+# survive inlining into the generated loops). Measured on this AVX2 machine, one thread, per 1e6 floats: exp
+# 2.39 -> 2.12 ms, tanh 1.97 -> 1.61 ms, the W1 chain 5.46 -> 4.35 ms. An FMA rounds once instead of twice; the
+# errors in the table above are measured with it. No other fast-math flag is set: nan/inf handling and the order
+# of operations stay IEEE.
+_JIT = dict(error_model="numpy", fastmath={"contract"})
 
 
 @intrinsic
@@ -72,25 +79,25 @@ def _i32_as_f32(typingctx, x):
     return types.float32(x), codegen
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def _pow2i(n):
     """2**n for an int32 n in [-126, 127], by writing the exponent field."""
     return _i32_as_f32((n + i32(127)) << i32(23))
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
-@njit(error_model="numpy")
+@njit(**_JIT)
 def maximum(a, b):
     """np.maximum's semantics (a nan in either argument gives nan), as a select that vectorizes."""
     return a if (a >= b or a != a) else b
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def minimum(a, b):
     return a if (a <= b or a != a) else b
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def fmod_floor(a, b):
     """np.mod: the remainder has the sign of the divisor."""
     r = np.fmod(a, b)
@@ -99,23 +106,23 @@ def fmod_floor(a, b):
     return r
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def round_half_away_f32(x):
     """MXNet's round: halves away from zero (np.round rounds half to even)."""
     return np.floor(x + f32(0.5)) if x >= f32(0.0) else np.ceil(x - f32(0.5))
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def round_half_away_f64(x):
     return np.floor(x + 0.5) if x >= 0.0 else np.ceil(x - 0.5)
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def power(a, b):
     return a ** b
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def erfinv(y):
     """Inverse error function, float64 result (not vectorized: a rare op). Giles' single-precision approximation followed by two
     Newton steps on math.erf in float64, so float32 results are correctly rounded in practice."""
@@ -154,13 +161,13 @@ def erfinv(y):
     return r
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def _erf64(x):
     return math.erf(x)
 
 
 # ---------------------------------------------------------------------------------------------------- exp
-@njit(error_model="numpy")
+@njit(**_JIT)
 def exp_f32(x):
     # Clamp so the reduction below stays finite (a nan goes to the clamp and is restored at the end).
     xc = x if x < f32(88.72284) else f32(88.72284)
@@ -186,7 +193,7 @@ def exp_f32(x):
     return y if x == x else x
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def expm1_f32(x):
     xc = x if x < f32(88.72284) else f32(88.72284)
     xc = xc if xc > f32(-20.0) else f32(-20.0)
@@ -216,7 +223,7 @@ def expm1_f32(x):
 
 
 # ---------------------------------------------------------------------------------------------------- log
-@njit(error_model="numpy")
+@njit(**_JIT)
 def log_f32(x):
     # Denormals: scale by 2^23 into the normal range and take 23 off the exponent.
     tiny = x < f32(1.17549435e-38)
@@ -246,7 +253,7 @@ def log_f32(x):
     return y if x == x else x
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def log1p_f32(x):
     u = x + f32(1.0)
     d = u - f32(1.0)
@@ -257,7 +264,7 @@ def log1p_f32(x):
 
 
 # ---------------------------------------------------------------------------------------------------- tanh, erf
-@njit(error_model="numpy")
+@njit(**_JIT)
 def tanh_f32(x):
     # Eigen's ptanh_float: a 13/6 rational function; beyond +-7.9053 tanh rounds to +-1 in float32.
     xc = x if x < f32(7.90531110763549805) else f32(7.90531110763549805)
@@ -276,11 +283,13 @@ def tanh_f32(x):
     q = q * z + f32(2.26843463243900e-03)
     q = q * z + f32(4.89352518554385e-03)
     y = p / q
+    # Past the clamp the rational gives 1 - 4 ulp with FMA contraction; tanh(x) rounds to +-1 beyond |x| = 9.01.
+    y = f32(1.0) if x > f32(9.01) else (f32(-1.0) if x < f32(-9.01) else y)
     y = x if (x < f32(0.0004) and x > f32(-0.0004)) else y             # tanh(x) = x to float32 precision
     return y if x == x else x
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def sigmoid_f32(x):
     # exp of -|x| only, so that sigmoid(x) for x << 0 keeps its relative accuracy down to the denormals
     # (1 / (1 + exp(-x)) would overflow exp at x < -88.7 and return 0).
@@ -289,7 +298,7 @@ def sigmoid_f32(x):
     return f32(1.0) / d if x >= f32(0.0) else e / d
 
 
-@njit(error_model="numpy")
+@njit(**_JIT)
 def erf_f32(x):
     # Eigen's generic_fast_erf_float: odd rational function on [-4, 4]; erf(+-4) rounds to +-1 in float32.
     xc = x if x < f32(4.0) else f32(4.0)
