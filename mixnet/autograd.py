@@ -59,12 +59,19 @@ class TapeNode:
 
 class GradContext:
     """What a gradient rule sees: the op's inputs, outputs (hidden ones too) and attributes."""
-    __slots__ = ("op", "inputs", "attrs", "is_train", "_node", "_outputs")
+    __slots__ = ("op", "inputs", "attrs", "is_train", "_node", "_outputs", "_destinations")
 
-    def __init__(self, node):
+    def __init__(self, node, destinations=None):
         self.op, self.inputs, self.attrs, self._node = node.op, node.inputs, node.attrs, node
         self.is_train = node.is_train      # the training mode of the forward call (BatchNorm's rule needs it)
         self._outputs = None
+        self._destinations = destinations
+
+    def grad_buffer(self, x):
+        """The raw gradient buffer of input `x` that the rule may write x's gradient into and return (so that
+        backward need not copy it there), or None. Offered by `backward` for leaves with grad_req 'write' that get
+        exactly one gradient contribution in this sweep."""
+        return None if self._destinations is None else self._destinations.get(id(x))
 
     @property
     def outputs(self):
@@ -217,9 +224,10 @@ def _key(x):
     return (id(node), x._oidx) if isinstance(node, TapeNode) else id(x)
 
 
-def _sweep(order, grads, leaves):
+def _sweep(order, grads, leaves, destinations=None):
     """The reverse pass: runs each node's gradient rule (in the current mode), accumulating into `grads`
-    ({_key: gradient}); leaves reached are collected in `leaves`."""
+    ({_key: gradient}); leaves reached are collected in `leaves`. destinations: {id(leaf): gradient buffer}
+    offered to the rules (GradContext.grad_buffer)."""
     from .ndarray.ndarray import _wrap
     for node in order:
         node_id = id(node)
@@ -229,7 +237,7 @@ def _sweep(order, grads, leaves):
         _check_versions(node)
         out_grads = [_wrap(node.ctx.xp.zeros_like(d), node.ctx) if g is None else g
                      for d, g in zip(node.out_data, out_grads)]
-        in_grads = node.op.grad(GradContext(node), *out_grads)
+        in_grads = node.op.grad(GradContext(node, destinations), *out_grads)
         if len(in_grads) != len(node.inputs):
             raise MXNetError(f"internal: gradient rule of {node.op.name} returned {len(in_grads)} gradients "
                              f"for {len(node.inputs)} inputs")
@@ -261,8 +269,21 @@ def local_gradients(heads, head_grads, stops):
     return [grads.get(_key(s)) for s in stops]
 
 
-def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph):
-    """Returns ({key: gradient}, {key: leaf array}) for everything the heads depend on."""
+def _direct_destinations(order, heads):
+    """{id(leaf): its gradient buffer} for the leaves with grad_req 'write', a gradient buffer already, and one
+    use in the recorded graph: their single gradient contribution may be written straight into the buffer."""
+    uses, arrays = {}, {}
+    for x in [h for h in heads if isinstance(h._node, Leaf)] + [x for node in order for x in node.inputs
+                                                                if isinstance(x._node, Leaf)]:
+        uses[id(x)] = uses.get(id(x), 0) + 1
+        arrays[id(x)] = x
+    return {key: x._grad._data for key, x in arrays.items()
+            if uses[key] == 1 and x._node.grad_req == "write" and x._grad is not None}
+
+
+def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph, into_grad_buffers=False):
+    """Returns ({key: gradient}, {key: leaf array}) for everything the heads depend on. into_grad_buffers: gradient
+    rules may write a leaf's gradient straight into its .grad buffer (`backward`, not `grad`)."""
     from .ndarray.ndarray import NDArray, ones_like_array
     if isinstance(heads, NDArray):
         heads = [heads]
@@ -285,9 +306,10 @@ def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph):
         if isinstance(h._node, Leaf):
             leaves[id(h)] = h
     order = _topological_nodes(heads)
+    destinations = _direct_destinations(order, heads) if into_grad_buffers and not create_graph else None
     token = MODE.set(Mode(recording=create_graph, training=train_mode, tracer=None))
     try:
-        _sweep(order, grads, leaves)
+        _sweep(order, grads, leaves, destinations)
     finally:
         MODE.reset(token)
     if not retain_graph:
@@ -300,7 +322,7 @@ def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph):
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     """Computes gradients of heads and writes them into the .grad of every leaf (attach_grad) reached."""
-    grads, leaves = _run_backward(heads, head_grads, False, train_mode, retain_graph)
+    grads, leaves = _run_backward(heads, head_grads, False, train_mode, retain_graph, into_grad_buffers=True)
     for key, x in leaves.items():
         _write_grad(x, grads[key], x._node.grad_req)
 
@@ -315,7 +337,8 @@ def _write_grad(x, g, req):
     if data.dtype != x._grad._data.dtype:
         data = data.astype(x._grad._data.dtype)
     if req == "write":
-        x._grad._data[...] = data
+        if data is not x._grad._data:      # else a gradient rule wrote it there already (GradContext.grad_buffer)
+            x._grad._data[...] = data
     else:
         x._grad._data += data
     x._grad._bump_version()

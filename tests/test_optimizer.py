@@ -1,5 +1,6 @@
 """mx.optimizer: every optimizer against MXNet 1.9.1 over several steps, the registry, lr/wd multipliers,
 schedulers, multi-precision, the multi-tensor path and the Updater's state (de)serialization."""
+import os
 import numpy as np
 import pytest
 
@@ -317,3 +318,25 @@ def test_sgd_numba_pass_equals_numpy_path(dtype, momentum, wd):
         assert w_k.dtype == dtype and np.array_equal(w_k, w_ref, equal_nan=True)
         if m is not None:
             assert np.array_equal(m_k, m_ref, equal_nan=True)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("case", ["plain", "wd", "clip", "mom", "mom_wd", "mom_wd_clip"])
+def test_sgd_matches_mxnet_bit_for_bit(case, fast):
+    """sgd_update / sgd_mom_update results of MXNet 1.9.1 (tests/data/make_optimizer_reference.py), on the numpy
+    path and the one-pass Numba path."""
+    from mixnet.ops import _fastpath
+    from mixnet.optimizer.optimizer import _sgd_kernel
+    ref = np.load(os.path.join(os.path.dirname(__file__), "data", "optimizer", "sgd_mxnet.npz"))
+    lr, wd, rescale, clip, momentum = ref[case + "_hparams"]
+    w, m = ref["weight"].copy(), ref["mom"].copy() if momentum else None
+    if fast:
+        assert _fastpath.numba_kernels(np, w) is not None
+    _fastpath.ENABLED = fast
+    try:
+        _sgd_kernel(np, w, ref["grad"], m, lr, wd, rescale, clip if clip > 0 else None, momentum)
+    finally:
+        _fastpath.ENABLED = True
+    assert np.array_equal(w, ref[case + "_weight"])
+    if momentum:
+        assert np.array_equal(m, ref[case + "_mom"])

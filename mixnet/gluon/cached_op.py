@@ -118,8 +118,8 @@ class InferencePlan:
     def fused_groups(self):
         return self._current.fused_groups
 
-    def run(self, arrays, is_train):
-        return self._current.graph(arrays, is_train)
+    def run(self, arrays, is_train, dests=None):
+        return self._current.graph(arrays, is_train, dests)
 
     def memory_report(self):
         """Bytes: 'naive' (every intermediate kept), 'peak' (most live at once in the compiled schedule),
@@ -207,9 +207,28 @@ class TrainingPlan:
         if self.backward is None:
             return (None,) * len(ctx.inputs)
         heads = [out_grads[i]._data for i in self.head_index]
-        results = iter(self.backward.run(heads + ctx.attrs["saved"], ctx.is_train))
+        arrays = heads + ctx.attrs["saved"]
+        results = iter(self.backward.run(arrays, ctx.is_train, self._grad_destinations(ctx, arrays)))
         device = ctx.inputs[0].context if ctx.inputs else self.ctx
         return tuple(_wrap(next(results), device) if present else None for present in self.grad_present)
+
+    def _grad_destinations(self, ctx, arrays):
+        """Per backward output, the gradient buffer it can be written into directly (autograd.backward offers the
+        buffers of leaves with grad_req 'write' and this one contribution), or None. A buffer that the backward
+        also reads (a gradient passed back in as data) is not used."""
+        dests, any_dest, read = [], False, None
+        for present, x in zip(self.grad_present, ctx.inputs):
+            if present:
+                buf = ctx.grad_buffer(x)
+                if buf is not None:
+                    if read is None:           # the allocations the backward reads (a view's base is its owner)
+                        read = {id(a if a.base is None else a.base) for a in arrays}
+                    if (tuple(buf.shape) != tuple(x.shape) or buf.dtype != x.dtype
+                            or id(buf if buf.base is None else buf.base) in read):
+                        buf = None
+                dests.append(buf)
+                any_dest = any_dest or buf is not None
+        return dests if any_dest else None
 
     def _replay_gradients(self, ctx, out_grads):
         """create_graph=True: replays the forward on the tape and differentiates it with the eager rules."""

@@ -168,27 +168,23 @@ def relu_backward(g, x, out):
 
 
 @njit(cache=True)
-def sgd_update(w, g, lr, decay, rescale):
-    """MXNet's sgd_update in one pass over flat buffers: w = w * decay - lr * (rescale * g) with decay = 1 - lr*wd
-    (1 without weight decay: w * 1 is w exactly). The same float operations in the same order as the numpy path,
-    so the same result; the scalars come as np.float32, as there."""
+def sgd_update(w, g, lr_rescale, decay):
+    """MXNet's sgd_update in one pass over flat buffers: w = w * decay - (lr * rescale) * g with decay = 1 - lr*wd
+    (1 without weight decay: w * 1 is w exactly). The same float operations in the same order as the numpy path
+    and MXNet 1.9.1, so the same result; the scalars come as np.float32, as there."""
     for k in range(w.shape[0]):
-        step = g[k] * rescale
-        step = step * lr
-        w[k] = w[k] * decay - step
+        w[k] = w[k] * decay - g[k] * lr_rescale
 
 
 @njit(cache=True)
-def sgd_mom_update(w, g, mom, lr, has_wd, lr_wd, rescale, momentum):
-    """MXNet's sgd_mom_update in one pass: m = momentum*m - (lr*wd)*w - lr*(rescale*g); w += m. Without weight
+def sgd_mom_update(w, g, mom, has_wd, lr_wd, lr_rescale, momentum):
+    """MXNet's sgd_mom_update in one pass: m = momentum*m - (lr*wd)*w - (lr*rescale)*g; w += m. Without weight
     decay the (lr*wd)*w term is skipped, not multiplied by 0, as in the numpy path (0 * inf would be NaN)."""
     for k in range(w.shape[0]):
         m = mom[k] * momentum
         if has_wd:
             m = m - lr_wd * w[k]
-        step = g[k] * rescale
-        step = step * lr
-        m = m - step
+        m = m - g[k] * lr_rescale
         mom[k] = m
         w[k] = w[k] + m
 
@@ -213,5 +209,5 @@ def warm_up(dtype):
     flat = np.ones(4, dt)
     relu_backward(flat, flat, np.empty_like(flat))
     f32 = np.float32(0.5)
-    sgd_update(flat.copy(), flat, f32, f32, f32)
-    sgd_mom_update(flat.copy(), flat, flat.copy(), f32, True, f32, f32, f32)
+    sgd_update(flat.copy(), flat, f32, f32)
+    sgd_mom_update(flat.copy(), flat, flat.copy(), True, f32, f32, f32)

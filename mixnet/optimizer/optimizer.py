@@ -388,38 +388,42 @@ def _sgd_flat(xp, flats, *args):
 
 
 def _sgd_numpy(xp, w, g, mom, lr, wd, rescale, clip, momentum):
+    """MXNet 1.9.1's float operations: the step is (lr * rescale) * g, or lr * clip(rescale * g) when clipping
+    (checked bit for bit against MXNet's sgd_update / sgd_mom_update)."""
     lr, wd = _f32(lr), _f32(wd)
-    tmp = xp.multiply(g, _f32(rescale), dtype=w.dtype)
     if _clip_on(clip):
-        xp.clip(tmp, -_f32(clip), _f32(clip), out=tmp)
+        step = xp.multiply(g, _f32(rescale), dtype=w.dtype)
+        xp.clip(step, -_f32(clip), _f32(clip), out=step)
+        step *= lr
+    else:
+        step = xp.multiply(g, lr * _f32(rescale), dtype=w.dtype)
     if mom is None:
-        tmp *= lr
         if wd:
             w *= _f32(1) - lr * wd
-        w -= tmp
+        w -= step
     else:
         mom *= _f32(momentum)
         if wd:
             mom -= (lr * wd) * w
-        tmp *= lr
-        mom -= tmp
+        mom -= step
         w += mom
 
 
 def _sgd_numba(xp, w, g, mom, lr, wd, rescale, momentum):
-    """The update as one Numba pass over contiguous float buffers of one dtype (no temporaries; the numpy path
-    makes three passes and a temporary): the same float operations in the same order, so the same result.
-    False where it does not apply (another device or dtype, strided buffers, Numba not loaded by a kernel that
-    pays for it); the caller then runs numpy."""
+    """The update (without clipping) as one Numba pass over contiguous float buffers of one dtype (no temporaries;
+    the numpy path makes two or three passes and a temporary): the same float operations in the same order, so
+    the same result. False where it does not apply (another device or dtype, strided buffers, Numba not loaded by
+    a kernel that pays for it); the caller then runs numpy."""
     arrays = (w, g) if mom is None else (w, g, mom)
     nk = _fastpath.numba_kernels(xp, *arrays, load=False)     # not worth Numba's start-up on its own
     if nk is None or not all(a.flags.c_contiguous for a in arrays):
         return False
+    lr_rescale = lr * _f32(rescale)
     if mom is None:
         decay = _f32(1) - lr * wd if wd else _f32(1)     # w * 1 is w exactly, as skipping the multiply
-        nk.sgd_update(w.reshape(-1), g.reshape(-1), lr, decay, _f32(rescale))
+        nk.sgd_update(w.reshape(-1), g.reshape(-1), lr_rescale, decay)
     else:
-        nk.sgd_mom_update(w.reshape(-1), g.reshape(-1), mom.reshape(-1), lr, bool(wd), lr * wd, _f32(rescale),
+        nk.sgd_mom_update(w.reshape(-1), g.reshape(-1), mom.reshape(-1), bool(wd), lr * wd, lr_rescale,
                           _f32(momentum))
     return True
 

@@ -27,6 +27,11 @@ class CompiledGraph:
     creation_shapes: {id(node): shape} for creation ops whose declared shape has unknown (0) dims.
     out_buffers: {(id(node), index): array} planned buffers (static_alloc) that ops declaring `writes_out` write
     their outputs into, every call.
+
+    Outputs can also be written into buffers the caller passes per call (`dests`, one entry or None per output):
+    a compiled backward writes a parameter's gradient straight into its gradient buffer instead of returning a
+    fresh array that autograd then copies there. Only outputs made by a single-output `writes_out` node, and
+    returned once, take a destination (`dest_outputs`); for the others the entry is ignored.
     """
 
     def __init__(self, symbol, input_names, ctx, creation_shapes=None, out_buffers=None):
@@ -37,8 +42,9 @@ class CompiledGraph:
         self.random = any(n.op is not None and n.op.random for n in nodes)
         self.mutated = sorted({self.input_names.index(n.inputs[k][0].name) for n in nodes if n.op is not None
                                for k in n.op.mutates if n.inputs[k][0].op is None})
+        self.dest_outputs = _destination_outputs(symbol, out_buffers or {})
         self.source, namespace = _render(symbol, nodes, self.input_names, ctx, creation_shapes or {},
-                                         out_buffers or {})
+                                         out_buffers or {}, self.dest_outputs)
         _COUNTER[0] += 1
         filename = f"<mixnet graph {_COUNTER[0]}>"
         exec(compile(self.source, filename, "exec"), namespace)       # noqa: S102 - our own generated source
@@ -47,10 +53,11 @@ class CompiledGraph:
         if config.SHOW_CODE:
             print(f"# {filename}\n{self.source}")
 
-    def __call__(self, arrays, is_train):
+    def __call__(self, arrays, is_train, dests=None):
         rng = dispatch.RANDOM_STATE(self.ctx) if self.random else None
+        extra = () if dests is None else [dests[k] for k in self.dest_outputs]
         try:
-            return self._run(self._xp, is_train, rng, *arrays)
+            return self._run(self._xp, is_train, rng, *arrays, *extra)
         except Exception as err:
             self._explain(arrays, is_train, err)
             raise
@@ -77,8 +84,20 @@ def _comment(node):
     return f"# {node.op.name} {node.name}{where}"
 
 
-def _render(symbol, nodes, input_names, ctx, creation_shapes, out_buffers):
-    """The source of `graph(xp, is_train, rng, *inputs)` and its globals (kernels and attribute dicts)."""
+def _destination_outputs(symbol, out_buffers):
+    """Positions of the outputs that can be written into a caller's buffer (see CompiledGraph)."""
+    heads = symbol._outputs
+    count = {}
+    for node, index in heads:
+        count[(id(node), index)] = count.get((id(node), index), 0) + 1
+    return [k for k, (node, index) in enumerate(heads)
+            if node.op is not None and node.op.writes_out and node.num_outputs() == 1
+            and count[(id(node), index)] == 1 and (id(node), index) not in out_buffers]
+
+
+def _render(symbol, nodes, input_names, ctx, creation_shapes, out_buffers, dest_outputs):
+    """The source of `graph(xp, is_train, rng, *inputs, *destinations)` and its globals (kernels and attribute
+    dicts). Destination parameters default to None: the kernel then allocates its result."""
     namespace = {}
     value = {}                                    # (id(node), index) -> local name
     for k, name in enumerate(input_names):
@@ -93,7 +112,9 @@ def _render(symbol, nodes, input_names, ctx, creation_shapes, out_buffers):
         for src, index in node.inputs:
             remaining[ref_key(src, index)] = remaining.get(ref_key(src, index), 0) + 1
     pinned = {ref_key(n, i) for n, i in heads}
-    lines = ["def graph(xp, is_train, rng, " + ", ".join(f"i{k}" for k in range(len(input_names))) + "):"]
+    dest_of = {id(heads[k][0]): f"D{k}" for k in dest_outputs}
+    params = [f"i{k}" for k in range(len(input_names))] + [f"D{k}=None" for k in dest_outputs]
+    lines = ["def graph(xp, is_train, rng, " + ", ".join(params) + "):"]
     for k, node in enumerate(nodes):
         if node.op is None:
             if node.name not in value:
@@ -117,6 +138,8 @@ def _render(symbol, nodes, input_names, ctx, creation_shapes, out_buffers):
         if op.writes_out and all(b is not None for b in planned):
             namespace[f"O{k}"] = planned[0] if n_out == 1 else tuple(planned)
             args.append(f"out=O{k}")                 # a static buffer, reused every call
+        elif id(node) in dest_of:
+            args.append(f"out={dest_of[id(node)]}")  # the caller's buffer, or None
         outs = [f"v{k}"] if n_out == 1 else [f"v{k}_{j}" for j in range(n_out)]
         for j, name in enumerate(outs):
             value[(id(node), j)] = name
