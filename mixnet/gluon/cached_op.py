@@ -46,12 +46,13 @@ class _Compiled:
     """One compiled version of a plan's graph (swapped in whole, so a call never sees half of one)."""
     __slots__ = ("symbol", "types", "slots", "graph", "fused_groups")
 
-    def __init__(self, symbol, names, shapes, dtypes, ctx, static_alloc):
+    def __init__(self, symbol, names, shapes, dtypes, ctx, static_alloc, destinations):
         self.symbol = symbol
         self.fused_groups = _fused_count(symbol)
         self.types = autodiff.exact_types(symbol, shapes, dtypes)
         buffers, self.slots = _static_buffers(symbol, *self.types, ctx) if static_alloc else ({}, None)
-        self.graph = CompiledGraph(symbol, names, ctx, creation_shapes(symbol, shapes, dtypes), buffers)
+        self.graph = CompiledGraph(symbol, names, ctx, creation_shapes(symbol, shapes, dtypes), buffers,
+                                   destinations)
 
 
 class InferencePlan:
@@ -60,12 +61,14 @@ class InferencePlan:
 
     Fused kernels take Numba seconds to compile the first time, so by default (config.COMPILE_BACKGROUND) the plan
     starts with the unfused compiled graph and a background thread fuses and compiles; calls switch to the fused
-    version when it is ready (`wait_fused()` blocks until then)."""
+    version when it is ready (`wait_fused()` blocks until then). destinations: `run` may be given buffers to write
+    outputs into (a backward writing gradients into their buffers; CompiledGraph)."""
 
-    def __init__(self, symbol, names, shapes, dtypes, ctx, fusion, static_alloc=False):
+    def __init__(self, symbol, names, shapes, dtypes, ctx, fusion, static_alloc=False, destinations=False):
         base = passes.run(symbol, GRAPH_PASSES)
+        base = passes.drop_identity_reshapes(base, *autodiff.exact_types(base, shapes, dtypes))
         self._device = ctx.device_type
-        self._build = lambda sym: _Compiled(sym, names, shapes, dtypes, ctx, static_alloc)
+        self._build = lambda sym: _Compiled(sym, names, shapes, dtypes, ctx, static_alloc, destinations)
         self._current = self._build(base)
         self._fusing = None
         if fusion:
@@ -170,8 +173,8 @@ class TrainingPlan:
         heads = [head_vars[k].name for k in self.head_index]
         saved_names = [f"_saved{saved.index(e)}" for e in order]
         bshapes, bdtypes = _backward_types(symbol, saved, heads, shapes, dtypes)
-        self.backward = (InferencePlan(backward, heads + saved_names, bshapes, bdtypes, ctx, fusion, static_alloc)
-                         if backward is not None else None)
+        self.backward = (InferencePlan(backward, heads + saved_names, bshapes, bdtypes, ctx, fusion, static_alloc,
+                                       destinations=True) if backward is not None else None)
         eshape, edtype = autodiff.exact_types(symbol, shapes, dtypes)
         self.saved_bytes = sum(int(np.prod(eshape[(id(n), i)], dtype=np.int64)) * edtype[(id(n), i)].itemsize
                                for n, i in saved_ops)

@@ -28,13 +28,14 @@ class CompiledGraph:
     out_buffers: {(id(node), index): array} planned buffers (static_alloc) that ops declaring `writes_out` write
     their outputs into, every call.
 
-    Outputs can also be written into buffers the caller passes per call (`dests`, one entry or None per output):
+    With `destinations`, outputs can also be written into buffers the caller passes per call (`dests`, one entry
+    or None per output):
     a compiled backward writes a parameter's gradient straight into its gradient buffer instead of returning a
     fresh array that autograd then copies there. Only outputs made by a single-output `writes_out` node, and
     returned once, take a destination (`dest_outputs`); for the others the entry is ignored.
     """
 
-    def __init__(self, symbol, input_names, ctx, creation_shapes=None, out_buffers=None):
+    def __init__(self, symbol, input_names, ctx, creation_shapes=None, out_buffers=None, destinations=False):
         self.symbol = symbol
         self.input_names = list(input_names)
         self.ctx = ctx
@@ -42,7 +43,7 @@ class CompiledGraph:
         self.random = any(n.op is not None and n.op.random for n in nodes)
         self.mutated = sorted({self.input_names.index(n.inputs[k][0].name) for n in nodes if n.op is not None
                                for k in n.op.mutates if n.inputs[k][0].op is None})
-        self.dest_outputs = _destination_outputs(symbol, out_buffers or {})
+        self.dest_outputs = _destination_outputs(symbol, out_buffers or {}) if destinations else []
         self.source, namespace = _render(symbol, nodes, self.input_names, ctx, creation_shapes or {},
                                          out_buffers or {}, self.dest_outputs)
         _COUNTER[0] += 1

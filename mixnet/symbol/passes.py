@@ -4,6 +4,8 @@
   unique) — run between passes when debugging (MIXNET_VERIFY=1);
 * `cse`: common-subexpression elimination — nodes applying the same op with the same attributes to the same
   inputs are merged (never random, stateful or creation ops);
+* `drop_identity_reshapes`: reshapes that keep their input's shape go (needs the exact shapes, so it is called
+  with them rather than through `run`);
 * dead code needs no pass: a Symbol holds only the nodes its outputs reach.
 """
 import numpy as np
@@ -81,6 +83,36 @@ def cse(symbol):
         if key is not None:
             seen[key] = new
     return Symbol([(replacement[id(n)], idx) for n, idx in symbol._outputs])
+
+
+# Ops that only relabel the shape: a node of one of these that keeps its input's shape and dtype does nothing.
+_RESHAPES = ("Reshape", "Flatten", "reshape_like")
+
+
+def drop_identity_reshapes(symbol, eshape, edtype):
+    """Removes reshapes whose output has the input's shape (a Dense's backward has one per gradient: each a kernel
+    call for nothing). eshape/edtype: every entry's exact shape and dtype (autodiff.exact_types). A graph output
+    that would become a graph input as is keeps its reshape, so outputs stay distinct from inputs."""
+    from .symbol import Symbol
+    heads = {id(n) for n, _ in symbol._outputs}
+    entry = {}                                   # (id(old node), index) -> (new node, index)
+    for node in topo_order(symbol._outputs):
+        if node.op is None:
+            entry[(id(node), 0)] = (node, 0)
+            continue
+        inputs = [entry[(id(src), idx)] for src, idx in node.inputs]
+        if node.op.name in _RESHAPES and node.inputs:
+            src = node.inputs[0]
+            same = eshape[(id(node), 0)] == eshape[(id(src[0]), src[1])] \
+                and edtype[(id(node), 0)] == edtype[(id(src[0]), src[1])]
+            if same and not (id(node) in heads and inputs[0][0].op is None):
+                entry[(id(node), 0)] = inputs[0]
+                continue
+        new = Node(node.op, node.name, node.attrs, node.raw, inputs, node.location)
+        new.json_outputs, new.json_versions = node.json_outputs, node.json_versions
+        for k in range(node.num_outputs()):
+            entry[(id(node), k)] = (new, k)
+    return Symbol([entry[(id(n), idx)] for n, idx in symbol._outputs])
 
 
 PASSES = {"verify": verify, "cse": cse}

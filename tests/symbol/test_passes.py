@@ -53,3 +53,29 @@ def test_gradient_of_an_input_read_through_two_same_named_variables_sums_both():
         y = block(x)
     y.backward()
     assert x.grad.asnumpy().tolist() == [4.0, 8.0]     # d/dx (2x + x^2) = 2 + 2x
+
+
+def _types(sym, **shapes):
+    from mixnet.symbol import autodiff
+    return autodiff.exact_types(sym, shapes, {k: np.float32 for k in shapes})
+
+
+def test_identity_reshapes_are_dropped_and_others_kept():
+    x = mx.sym.var("x")
+    same = mx.sym.Reshape(mx.sym.exp(x), shape=(2, 3))              # (2, 3) -> (2, 3): nothing to do
+    flat = mx.sym.Flatten(mx.sym.Reshape(same * 2, shape=(3, 2)))   # a real reshape, then an identity Flatten
+    y = mx.sym.Group([same + 1, flat])
+    dropped = passes.drop_identity_reshapes(y, *_types(y, x=(2, 3)))
+    assert _ops(y).count("Reshape") == 2 and _ops(dropped).count("Reshape") == 1
+    assert "Flatten" not in _ops(dropped)
+    value = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3) / 7)
+    for got, want in zip(dropped.eval(x=value), y.eval(x=value)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got.asnumpy(), want.asnumpy())
+
+
+def test_an_output_reshaping_an_input_keeps_its_reshape():
+    x = mx.sym.var("x")
+    y = mx.sym.Reshape(x, shape=(2, 3))
+    dropped = passes.drop_identity_reshapes(y, *_types(y, x=(2, 3)))
+    assert _ops(dropped) == ["Reshape"]
