@@ -4,6 +4,8 @@ MIXNET_DEBUG_ERRORS=1   keep the underlying numpy/cupy exception chained under m
                         (by default the OpError alone is shown: it names the op, shapes, dtypes and your line).
 MIXNET_FUSE=0           hybridized graphs run without elementwise fusion (the debug switch; results are within the
                         fused kernels' stated ulp bounds of each other).
+MIXNET_INPLACE=0        compiled graphs never write an elementwise result over an input that dies with it (the
+                        debug switch for in-place reuse; results are identical either way).
 MIXNET_LOG_COMPILES=1   print every hybridize trace: the block, how many graphs it has, and why it traced again
                         (first call, new shapes, dtypes, argument structure, device or training mode).
 MIXNET_HYBRIDIZE_CHECK=1
@@ -33,6 +35,7 @@ def _flag(name, default=False):
 
 DEBUG_ERRORS = _flag("MIXNET_DEBUG_ERRORS")
 FUSE = _flag("MIXNET_FUSE", True)
+INPLACE = _flag("MIXNET_INPLACE", True)
 LOG_COMPILES = _flag("MIXNET_LOG_COMPILES")
 HYBRIDIZE_CHECK = _flag("MIXNET_HYBRIDIZE_CHECK")
 SHOW_CODE = _flag("MIXNET_SHOW_CODE")

@@ -52,7 +52,7 @@ class _Compiled:
         self.types = autodiff.exact_types(symbol, shapes, dtypes)
         buffers, self.slots = _static_buffers(symbol, *self.types, ctx) if static_alloc else ({}, None)
         self.graph = CompiledGraph(symbol, names, ctx, creation_shapes(symbol, shapes, dtypes), buffers,
-                                   destinations)
+                                   destinations, self.types)
 
 
 class InferencePlan:

@@ -107,7 +107,7 @@ unary("degrees", lambda xp, x: x * (180.0 / math.pi), lambda c, g: (g * (180.0 /
       "{0} * 57.29577951308232")
 unary("radians", lambda xp, x: x * (math.pi / 180.0), lambda c, g: (g * (math.pi / 180.0),),
       "{0} * 0.017453292519943295")
-unary("relu", lambda xp, x: xp.maximum(x, 0), lambda c, g: (g * (_x(c) > 0),), "max({0}, 0)",
+unary("relu", lambda xp, x: xp.maximum(x, 0), lambda c, g: (call("_relu_bwd", g, _y(c)),), "max({0}, 0)",
       domain=(0.1, 2.0), ufunc=("maximum", 0))
 unary("sigmoid", lambda xp, x: 1 / (1 + xp.exp(-x)), lambda c, g: (g * _y(c) * (1 - _y(c)),),
       "1 / (1 + exp(-{0}))")

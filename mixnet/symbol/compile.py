@@ -12,6 +12,7 @@ node, its op, the shapes and dtypes and the user's source line.
 from .. import config
 from ..base import MXNetError
 from ..ops import dispatch
+from . import memory
 from .graph import topo_order
 
 __all__ = ["CompiledGraph"]
@@ -33,9 +34,13 @@ class CompiledGraph:
     a compiled backward writes a parameter's gradient straight into its gradient buffer instead of returning a
     fresh array that autograd then copies there. Only outputs made by a single-output `writes_out` node, and
     returned once, take a destination (`dest_outputs`); for the others the entry is ignored.
+
+    types: (eshape, edtype), every entry's exact shape and dtype; with them, elementwise ops write their result
+    over an input that dies with them (memory.inplace_reuse).
     """
 
-    def __init__(self, symbol, input_names, ctx, creation_shapes=None, out_buffers=None, destinations=False):
+    def __init__(self, symbol, input_names, ctx, creation_shapes=None, out_buffers=None, destinations=False,
+                 types=None):
         self.symbol = symbol
         self.input_names = list(input_names)
         self.ctx = ctx
@@ -44,8 +49,13 @@ class CompiledGraph:
         self.mutated = sorted({self.input_names.index(n.inputs[k][0].name) for n in nodes if n.op is not None
                                for k in n.op.mutates if n.inputs[k][0].op is None})
         self.dest_outputs = _destination_outputs(symbol, out_buffers or {}) if destinations else []
+        out_buffers = out_buffers or {}
+        inplace = {}
+        if types is not None and config.INPLACE:
+            written = list(out_buffers) + [(id(symbol._outputs[k][0]), 0) for k in self.dest_outputs]
+            inplace = memory.inplace_reuse(symbol, *types, written)
         self.source, namespace = _render(symbol, nodes, self.input_names, ctx, creation_shapes or {},
-                                         out_buffers or {}, self.dest_outputs)
+                                         out_buffers, self.dest_outputs, inplace)
         _COUNTER[0] += 1
         filename = f"<mixnet graph {_COUNTER[0]}>"
         exec(compile(self.source, filename, "exec"), namespace)       # noqa: S102 - our own generated source
@@ -96,7 +106,7 @@ def _destination_outputs(symbol, out_buffers):
             and count[(id(node), index)] == 1 and (id(node), index) not in out_buffers]
 
 
-def _render(symbol, nodes, input_names, ctx, creation_shapes, out_buffers, dest_outputs):
+def _render(symbol, nodes, input_names, ctx, creation_shapes, out_buffers, dest_outputs, inplace):
     """The source of `graph(xp, is_train, rng, *inputs, *destinations)` and its globals (kernels and attribute
     dicts). Destination parameters default to None: the kernel then allocates its result."""
     namespace = {}
@@ -141,6 +151,8 @@ def _render(symbol, nodes, input_names, ctx, creation_shapes, out_buffers, dest_
             args.append(f"out=O{k}")                 # a static buffer, reused every call
         elif id(node) in dest_of:
             args.append(f"out={dest_of[id(node)]}")  # the caller's buffer, or None
+        elif id(node) in inplace:
+            args.append(f"out={ref(*inplace[id(node)])}")   # in place: this is that value's last use
         outs = [f"v{k}"] if n_out == 1 else [f"v{k}_{j}" for j in range(n_out)]
         for j, name in enumerate(outs):
             value[(id(node), j)] = name

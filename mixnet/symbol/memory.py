@@ -7,12 +7,16 @@ call holds at most beyond its inputs. Under static_alloc, values of ops that can
 (`OpDef.writes_out`) and that do not leave the call (not an output, not kept for backward) get planned buffers:
 one flat byte buffer per slot, reused across calls; two values share a slot when their lifetimes do not overlap
 (MXNet paper §3.1, co-sharing), sized by powers of two so similar values can share.
+
+In-place reuse (`inplace_reuse`, every compiled graph): an elementwise op writes its result over an input whose
+last use it is (MXNet paper §3.1, in-place), so a chain of unfused elementwise ops touches one buffer, already in
+cache, instead of allocating a new one per op.
 """
 import numpy as np
 
 from .graph import topo_order
 
-__all__ = ["lifetimes", "report", "assign_buffers"]
+__all__ = ["lifetimes", "report", "assign_buffers", "inplace_reuse"]
 
 
 def _nbytes(shape, dtype):
@@ -105,3 +109,29 @@ def assign_buffers(symbol, eshape, edtype, eligible):
         slot_of[key] = slot
         busy.append((last, slot))
     return slot_of, slots
+
+
+_ELEMENTWISE = ("unary", "binary", "broadcast", "scalar")
+
+
+def inplace_reuse(symbol, eshape, edtype, written=()):
+    """{id(node): (src, index)}: elementwise nodes that write their result over that input. The input must be
+    owned by the call (made by an op that writes its own result, `writes_out`, so not a view and not a graph
+    input), of the result's shape and dtype and not 0-d (numpy gives 0-d results as read-only scalars), not in `written` (entries that go into planned or caller-given
+    buffers), and read for the last time by this node, views of it included."""
+    nodes = topo_order(symbol._outputs)
+    life = _through_views(symbol, lifetimes(symbol))
+    written = set(written)
+    chosen = {}
+    for step, node in enumerate(nodes):
+        op = node.op
+        if (op is None or not op.writes_out or node.num_outputs() != 1 or (id(node), 0) in written
+                or (op.kind not in _ELEMENTWISE and op.name != "_fused_elemwise")):
+            continue
+        for src, index in node.inputs:
+            key = (id(src), index)
+            if (src.op is not None and src.op.writes_out and key not in written and life[key][1] == step
+                    and eshape[key] == eshape[(id(node), 0)] != () and edtype[key] == edtype[(id(node), 0)]):
+                chosen[id(node)] = (src, index)
+                break
+    return chosen

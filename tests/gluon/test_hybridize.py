@@ -459,6 +459,18 @@ def test_static_alloc_reuses_planned_buffers_and_keeps_results():
     np.testing.assert_allclose(x.grad.asnumpy(), xp.grad.asnumpy(), rtol=1e-6)
 
 
+class _DenseChain(gluon.HybridBlock):
+    """Dense, then an elementwise chain whose intermediate values the backward needs (relu's and tanh's outputs):
+    mirroring keeps only the Dense output and recomputes the chain."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Dense(16, in_units=16)
+
+    def hybrid_forward(self, F, x):
+        return F.tanh(F.relu(self.dense(x)) * 2 + 1)
+
+
 def test_mirror_recomputes_elementwise_values_and_keeps_gradients(monkeypatch):
     from mixnet import config
     results = {}
@@ -466,7 +478,7 @@ def test_mirror_recomputes_elementwise_values_and_keeps_gradients(monkeypatch):
         mx.random.seed(0)
         net = nn.HybridSequential()
         for _ in range(3):
-            net.add(nn.Dense(16, activation="relu", in_units=16), nn.Dense(16, activation="tanh", in_units=16))
+            net.add(_DenseChain())
         net.initialize(mx.init.Xavier())
         if mirror == "env":
             monkeypatch.setattr(config, "MIRROR", True)
