@@ -6,6 +6,9 @@ MIXNET_FUSE=0           hybridized graphs run without elementwise fusion (the de
                         fused kernels' stated ulp bounds of each other).
 MIXNET_LOG_COMPILES=1   print every hybridize trace: the block, how many graphs it has, and why it traced again
                         (first call, new shapes, dtypes, argument structure, device or training mode).
+MIXNET_EPILOGUE=0       hybridized graphs run without the GEMM epilogue pass (symbol/epilogue.py: a Dense layer's bias
+                        and activation fused into its GEMM's node, an activation's backward and the bias gradient
+                        into one pass); results are the same within float rounding either way.
 MIXNET_HYBRIDIZE_CHECK=1
                         every hybridize() checks its first calls as hybridize(check=True) does.
 MIXNET_SHOW_CODE=1      print the straight-line Python of every compiled graph (and every fused kernel's source).
@@ -33,6 +36,7 @@ def _flag(name, default=False):
 
 DEBUG_ERRORS = _flag("MIXNET_DEBUG_ERRORS")
 FUSE = _flag("MIXNET_FUSE", True)
+EPILOGUE = _flag("MIXNET_EPILOGUE", True)
 LOG_COMPILES = _flag("MIXNET_LOG_COMPILES")
 HYBRIDIZE_CHECK = _flag("MIXNET_HYBRIDIZE_CHECK")
 SHOW_CODE = _flag("MIXNET_SHOW_CODE")

@@ -48,7 +48,9 @@ def _k_activation(xp, data, act_type, out=None):
 def _g_activation(c, g):
     x, y, t = c.inputs[0], c.outputs[0], c.attrs["act_type"]
     if t == "relu":
-        return (call("_relu_bwd", g, x),)
+        # the mask from the output (y > 0 exactly where x > 0, NaN included): a hybridized Dense then need not keep
+        # its pre-activation for the backward, and its GEMM epilogue can fuse (symbol/epilogue.py)
+        return (call("_relu_bwd", g, y),)
     if t == "sigmoid":
         return (g * y * (1 - y),)
     if t == "tanh":
