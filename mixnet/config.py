@@ -8,6 +8,9 @@ MIXNET_INPLACE=0        compiled graphs never write an elementwise result over a
                         debug switch for in-place reuse; results are identical either way).
 MIXNET_LOG_COMPILES=1   print every hybridize trace: the block, how many graphs it has, and why it traced again
                         (first call, new shapes, dtypes, argument structure, device or training mode).
+MIXNET_EPILOGUE=0       hybridized graphs run without the GEMM epilogue pass (symbol/epilogue.py: a Dense layer's bias
+                        and activation fused into its GEMM's node, an activation's backward and the bias gradient
+                        into one pass); results are the same within float rounding either way.
 MIXNET_HYBRIDIZE_CHECK=1
                         every hybridize() checks its first calls as hybridize(check=True) does.
 MIXNET_SHOW_CODE=1      print the straight-line Python of every compiled graph (and every fused kernel's source).
@@ -36,6 +39,7 @@ def _flag(name, default=False):
 DEBUG_ERRORS = _flag("MIXNET_DEBUG_ERRORS")
 FUSE = _flag("MIXNET_FUSE", True)
 INPLACE = _flag("MIXNET_INPLACE", True)
+EPILOGUE = _flag("MIXNET_EPILOGUE", True)
 LOG_COMPILES = _flag("MIXNET_LOG_COMPILES")
 HYBRIDIZE_CHECK = _flag("MIXNET_HYBRIDIZE_CHECK")
 SHOW_CODE = _flag("MIXNET_SHOW_CODE")

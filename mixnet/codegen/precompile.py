@@ -10,16 +10,18 @@ process at a time (the machines have few cores); a second request waits for the 
 Two kinds of kernels:
 * fused kernels (`compile_elsewhere`, `is_cached`): generated files in mixnet's kernel cache, compiled by path and
   signature.
-* the eager fast-path loops of `mixnet/ops/_numba_kernels.py` (`compile_eager_elsewhere`, `eager_is_cached`), per
-  dtype: the child runs `_numba_kernels.warm_up(dtype)`, which calls each loop once on tiny arrays with the
-  argument types the fast paths pass. Numba's cache index says which signatures are cached, but it is a pickle;
-  so the child then writes a small JSON marker beside it, naming the index files, the source file's stamp and the
+* the eager fast-path loops of `mixnet/ops/_numba_kernels.py` and the GEMM epilogue loops of
+  `mixnet/ops/_epilogue_kernels.py` (`compile_eager_elsewhere`, `eager_is_cached`), per dtype: the child runs each
+  module's `warm_up(dtype)`, which calls each loop once on tiny arrays with the argument types the fast paths
+  pass. Numba's cache index says which signatures are cached, but it is a pickle; so the child then writes a
+  small JSON marker per module beside it, naming the index files, the source file's stamp and the
   Numba and Python versions, and `eager_is_cached` checks that marker (without importing Numba). A cache in a
   place the marker check does not know (Numba's fallbacks for a read-only install) just reads as not cached: each
   process then starts a child, which finds Numba's cache and ends after its ~2 s of start-up.
 """
 import glob
 import hashlib
+import importlib
 import importlib.metadata
 import json
 import os
@@ -34,7 +36,8 @@ __all__ = ["compile_elsewhere", "is_cached", "compile_eager_elsewhere", "eager_i
 
 _ONE_CHILD = threading.Lock()
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_EAGER_SOURCE = os.path.join(_PACKAGE_ROOT, "mixnet", "ops", "_numba_kernels.py")
+_EAGER_DIR = os.path.join(_PACKAGE_ROOT, "mixnet", "ops")
+_EAGER_MODULES = ("_numba_kernels", "_epilogue_kernels")      # in _EAGER_DIR, compiled and checked together
 
 
 def is_cached(kernel):
@@ -75,7 +78,7 @@ def _run_child(spec, env, timeout):
 def _eager_cache_dir():
     """Where Numba caches the eager loops with its two usual locators: under $NUMBA_CACHE_DIR (a directory named
     after the source directory and the sha1 of its path), else `__pycache__` beside the source file."""
-    source_dir = os.path.dirname(_EAGER_SOURCE)
+    source_dir = _EAGER_DIR
     root = os.environ.get("NUMBA_CACHE_DIR")
     if root:
         digest = hashlib.sha1(source_dir.encode()).hexdigest()
@@ -83,23 +86,27 @@ def _eager_cache_dir():
     return os.path.join(source_dir, "__pycache__")
 
 
-def _eager_marker(dtype):
-    return os.path.join(_eager_cache_dir(), f"_numba_kernels.mixnet-{dtype}.json")
+def _eager_marker(dtype, module="_numba_kernels"):
+    return os.path.join(_eager_cache_dir(), f"{module}.mixnet-{dtype}.json")
 
 
-def _eager_stamp():
-    st = os.stat(_EAGER_SOURCE)
+def _eager_stamp(module):
+    st = os.stat(os.path.join(_EAGER_DIR, module + ".py"))
     return {"source": [st.st_mtime_ns, st.st_size], "numba": importlib.metadata.version("numba"),
             "python": sys.implementation.cache_tag}
 
 
 def eager_is_cached(dtype):
-    """The eager loops for `dtype` were compiled into Numba's cache from the current source (a marker written
-    after a successful compile, whose index files are all still there)."""
+    """The eager loops for `dtype` were compiled into Numba's cache from the current source (a marker per module
+    written after a successful compile, whose index files are all still there)."""
+    return all(_module_is_cached(dtype, module) for module in _EAGER_MODULES)
+
+
+def _module_is_cached(dtype, module):
     try:
-        with open(_eager_marker(dtype), encoding="utf-8") as f:
+        with open(_eager_marker(dtype, module), encoding="utf-8") as f:
             marker = json.load(f)
-        stamp = _eager_stamp()
+        stamp = _eager_stamp(module)
     except (OSError, ValueError, importlib.metadata.PackageNotFoundError):
         return False
     if not isinstance(marker, dict) or not isinstance(marker.get("index"), list) or not marker["index"]:
@@ -114,18 +121,19 @@ def eager_is_cached(dtype):
 def _write_eager_marker(dtype, kernels):
     """After kernels.warm_up(dtype): the marker, if every loop has its index file where eager_is_cached looks."""
     directory = _eager_cache_dir()
+    module = kernels.__name__.rsplit(".", 1)[-1]
     index = []
     for loop in kernels.loops():
         code = loop.py_func.__code__
-        pattern = f"_numba_kernels.{glob.escape(loop.py_func.__qualname__)}-{code.co_firstlineno}.*.nbi"
+        pattern = f"{module}.{glob.escape(loop.py_func.__qualname__)}-{code.co_firstlineno}.*.nbi"
         found = glob.glob(os.path.join(glob.escape(directory), pattern))
         if not found:
             return False
         index += sorted(os.path.basename(f) for f in found)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump({**_eager_stamp(), "index": index}, f)
-    os.replace(tmp, _eager_marker(dtype))
+        json.dump({**_eager_stamp(module), "index": index}, f)
+    os.replace(tmp, _eager_marker(dtype, module))
     return True
 
 
@@ -137,9 +145,10 @@ def _main(spec):
         os.nice(10)
     for job in spec:
         if "eager" in job:
-            from ..ops import _numba_kernels
-            _numba_kernels.warm_up(job["eager"])
-            _write_eager_marker(job["eager"], _numba_kernels)
+            for name in _EAGER_MODULES:
+                kernels = importlib.import_module(f"..ops.{name}", __package__)
+                kernels.warm_up(job["eager"])
+                _write_eager_marker(job["eager"], kernels)
             continue
         with open(job["path"], encoding="utf-8") as f:
             module = cache.load_source(f.read())

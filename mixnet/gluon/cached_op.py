@@ -29,6 +29,7 @@ from ..ops.common import call
 from ..ops.registry import OpDef
 from ..symbol import autodiff, memory, passes
 from ..symbol.compile import CompiledGraph
+from ..symbol.epilogue import epilogue
 from ..symbol.executor import creation_shapes, run_graph
 from ..symbol.fuse import fuse
 from ..symbol.graph import Node, topo_order
@@ -66,6 +67,8 @@ class InferencePlan:
 
     def __init__(self, symbol, names, shapes, dtypes, ctx, fusion, static_alloc=False, destinations=False):
         base = passes.run(symbol, GRAPH_PASSES)
+        if config.EPILOGUE:
+            base = epilogue(base, shapes, dtypes)
         base = passes.drop_identity_reshapes(base, *autodiff.exact_types(base, shapes, dtypes))
         self._device = ctx.device_type
         self._build = lambda sym: _Compiled(sym, names, shapes, dtypes, ctx, static_alloc, destinations)

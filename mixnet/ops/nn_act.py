@@ -47,8 +47,10 @@ def _k_activation(xp, data, act_type, out=None):
 
 def _g_activation(c, g):
     x, y, t = c.inputs[0], c.outputs[0], c.attrs["act_type"]
-    if t == "relu":                  # the output's mask is the input's (y > 0 exactly where x > 0): reading y lets
-        return (call("_relu_bwd", g, y),)     # the input go after the forward, and the ReLU run in place
+    if t == "relu":
+        # the mask from the output (y > 0 exactly where x > 0, NaN included): a hybridized Dense then need not keep
+        # its pre-activation for the backward, so the ReLU runs in place or fuses into the GEMM's epilogue
+        return (call("_relu_bwd", g, y),)
     if t == "sigmoid":
         return (g * y * (1 - y),)
     if t == "tanh":

@@ -17,7 +17,7 @@ import pytest
 import mixnet as mx
 from mixnet import config
 from mixnet.codegen import precompile
-from mixnet.ops import _fastpath, _numba_kernels, nn_conv
+from mixnet.ops import _epilogue_kernels, _fastpath, _numba_kernels, nn_conv
 
 GEO = ((3, 3), (1, 1), (1, 1), (1, 1), 1)          # kernel, stride, dilate, pad, group
 
@@ -226,11 +226,13 @@ def test_warm_up_covers_the_signatures_real_calls_use(dtype, monkeypatch):
 
 @pytest.fixture
 def marker_dir(tmp_path, monkeypatch):
-    """NUMBA_CACHE_DIR in a temporary directory and a copy of the loops' source, so stamps can change."""
-    source = tmp_path / "src" / "mixnet" / "ops" / "_numba_kernels.py"
-    source.parent.mkdir(parents=True)
-    shutil.copy(precompile._EAGER_SOURCE, source)
-    monkeypatch.setattr(precompile, "_EAGER_SOURCE", str(source))
+    """NUMBA_CACHE_DIR in a temporary directory and a copy of the loops' sources, so stamps can change."""
+    ops = tmp_path / "src" / "mixnet" / "ops"
+    ops.mkdir(parents=True)
+    for module in precompile._EAGER_MODULES:
+        shutil.copy(os.path.join(precompile._EAGER_DIR, module + ".py"), ops)
+    monkeypatch.setattr(precompile, "_EAGER_DIR", str(ops))
+    source = ops / "_numba_kernels.py"
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
     directory = precompile._eager_cache_dir()
     os.makedirs(directory)
@@ -238,12 +240,14 @@ def marker_dir(tmp_path, monkeypatch):
 
 
 class _FakeKernels:
-    """loops() like _numba_kernels', with index files made by hand in `directory`."""
+    """loops() like a loop module's (`kernels`), with index files made by hand in `directory`."""
 
-    def __init__(self, directory):
-        self._loops = _numba_kernels.loops()
+    def __init__(self, directory, kernels=_numba_kernels):
+        self.__name__ = kernels.__name__
+        self._loops = kernels.loops()
+        module = kernels.__name__.rsplit(".", 1)[-1]
         for loop in self._loops:
-            name = f"_numba_kernels.{loop.py_func.__qualname__}-{loop.py_func.__code__.co_firstlineno}.py311.nbi"
+            name = f"{module}.{loop.py_func.__qualname__}-{loop.py_func.__code__.co_firstlineno}.py311.nbi"
             open(os.path.join(directory, name), "wb").close()
 
     def loops(self):
@@ -255,6 +259,8 @@ def test_eager_marker_needs_every_index_file_and_the_same_source(marker_dir):
     assert directory.startswith(os.environ["NUMBA_CACHE_DIR"]) and os.path.basename(directory).startswith("ops_")
     assert not precompile.eager_is_cached("float32")
     assert precompile._write_eager_marker("float32", _FakeKernels(directory))
+    assert not precompile.eager_is_cached("float32")                   # the epilogue loops are not in yet
+    assert precompile._write_eager_marker("float32", _FakeKernels(directory, _epilogue_kernels))
     assert precompile.eager_is_cached("float32") and not precompile.eager_is_cached("float64")
     with open(precompile._eager_marker("float32"), encoding="utf-8") as f:
         index = json.load(f)["index"]

@@ -1,0 +1,86 @@
+"""Numba loops for the GEMM epilogues of compiled graphs (ops/nn_epilogue.py, placed by symbol/epilogue.py): a
+FullyConnected's bias and ReLU applied in one pass over the GEMM's result, and an activation's backward together
+with the bias gradient (the column sums of its result) in one pass.
+
+numpy needs a pass per op (bias add, then maximum; backward product, then the sum over rows) and each pass streams
+the whole (rows, N) array through memory again; these loops touch each element once. Conventions as in
+`_numba_kernels.py`: flat C-contiguous arrays indexed with `np.uintp`, outputs allocated by the caller, dtype
+scalars passed in (a Python literal would promote float32 arithmetic to float64), and no transcendental functions
+(no SVML here): sigmoid/tanh forwards stay numpy ufuncs. The float operations and their order are the eager
+ops' (bias add then activation; the backward rules' products; the row sums row after row, as numpy reduces the
+leading axis of a C-contiguous array), so results are the same. `_fastpath.numba_kernels` says when they are
+compiled: codegen/precompile.py compiles this module in its child together with `_numba_kernels`.
+"""
+import numpy as np
+from numba import njit
+from numba.core.dispatcher import Dispatcher
+
+
+@njit(cache=True)
+def bias_relu(y, b, zero):
+    """In place over y (rows * N,) with b (N,): y = max(y + b, 0), NaN staying NaN as with np.maximum."""
+    n = b.shape[0]
+    for i in range(y.shape[0] // n):
+        base = i * n
+        for j in range(n):
+            v = y[np.uintp(base + j)] + b[np.uintp(j)]
+            y[np.uintp(base + j)] = zero if v <= zero else v
+
+
+@njit(cache=True)
+def relu_backward_bias(g, d, dz, db):
+    """dz = g * (d > 0) over flat (rows * N,) arrays and db (N,) = the sum of dz's rows."""
+    n = db.shape[0]
+    db[:] = 0
+    for i in range(g.shape[0] // n):
+        base = i * n
+        for j in range(n):
+            k = np.uintp(base + j)
+            v = g[k] * (d[k] > 0)
+            dz[k] = v
+            db[np.uintp(j)] += v
+
+
+@njit(cache=True)
+def sigmoid_backward_bias(g, y, one, dz, db):
+    """dz = g * y * (1 - y) (y the sigmoid's output), db = the sum of dz's rows."""
+    n = db.shape[0]
+    db[:] = 0
+    for i in range(g.shape[0] // n):
+        base = i * n
+        for j in range(n):
+            k = np.uintp(base + j)
+            v = (g[k] * y[k]) * (one - y[k])
+            dz[k] = v
+            db[np.uintp(j)] += v
+
+
+@njit(cache=True)
+def tanh_backward_bias(g, y, one, dz, db):
+    """dz = g * (1 - y * y) (y the tanh's output), db = the sum of dz's rows."""
+    n = db.shape[0]
+    db[:] = 0
+    for i in range(g.shape[0] // n):
+        base = i * n
+        for j in range(n):
+            k = np.uintp(base + j)
+            v = g[k] * (one - y[k] * y[k])
+            dz[k] = v
+            db[np.uintp(j)] += v
+
+
+def loops():
+    """Every loop of this module (Numba dispatchers)."""
+    return [v for v in globals().values() if isinstance(v, Dispatcher)]
+
+
+def warm_up(dtype):
+    """Compiles (or loads from the cache) every loop for `dtype` with the argument types nn_epilogue.py passes:
+    flat C-contiguous arrays of the dtype and dtype scalars. The background child of codegen/precompile.py runs
+    it."""
+    dt = np.dtype(dtype)
+    flat, bias = np.ones(4, dt), np.ones(2, dt)
+    bias_relu(flat.copy(), bias, dt.type(0))
+    relu_backward_bias(flat, flat, np.empty_like(flat), np.empty_like(bias))
+    sigmoid_backward_bias(flat, flat, dt.type(1), np.empty_like(flat), np.empty_like(bias))
+    tanh_backward_bias(flat, flat, dt.type(1), np.empty_like(flat), np.empty_like(bias))
