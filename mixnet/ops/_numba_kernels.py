@@ -20,7 +20,7 @@ from numba import njit, types
 from numba.core.dispatcher import Dispatcher
 from numba.extending import overload
 
-from ..codegen.approx import exp_f32
+from ..codegen import approx
 
 
 @njit(cache=True)
@@ -217,7 +217,7 @@ def _exp(v):
 def _exp_typed(v):
     """exp in the precision of its argument: approx.exp_f32 (vectorizable, 0.99 ulp) for float32, libm else."""
     if v == types.float32:
-        return lambda v: exp_f32(v)
+        return lambda v: approx.exp_f32(v)
     return lambda v: math.exp(v)
 
 
@@ -253,39 +253,47 @@ def _row_mean_var(xf, base, n):
 
 
 @njit(**_NORM_JIT)
+def _row_sum(f, base, n):
+    """sum of f[base:base + n] in float64 with four partial sums."""
+    s0 = s1 = s2 = s3 = 0.0
+    n4 = n - n % 4
+    for i in range(0, n4, 4):
+        k = np.uintp(base + i)
+        s0 += f[k]
+        s1 += f[k + 1]
+        s2 += f[k + 2]
+        s3 += f[k + 3]
+    for i in range(n4, n):
+        s0 += f[np.uintp(base + i)]
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(**_NORM_JIT)
 def softmax_forward(x, t, sign, log, out):
     """out[a] = softmax(sign * x[a] / t) over each row of the (A, D) arrays (log_softmax with log=True); t and
     sign (+-1) are scalars of x's dtype, so z is computed as in the generic path. The row maximum is numpy's
-    (NaN wins); a non-finite maximum is replaced by 0, as there. exp(z - max) is float32 exp_f32 for float32."""
+    (NaN wins); a non-finite maximum is replaced by 0, as there. Separate passes (z, max, exp, sum, scale) keep
+    the elementwise ones free of reductions, so LLVM vectorizes them (exp is float32 exp_f32 for float32)."""
     a_, d_ = x.shape
     xf = x.reshape(-1)
     of = out.reshape(-1)
     zero = sign - sign
-    d2 = d_ - d_ % 2
     for a in range(a_):
         base = a * d_
-        m = zero
         for i in range(d_):
-            z = xf[np.uintp(base + i)] / t * sign
-            if i == 0 or z > m or z != z:
+            k = np.uintp(base + i)
+            of[k] = xf[k] / t * sign
+        m = of[np.uintp(base)]
+        for i in range(d_):
+            z = of[np.uintp(base + i)]
+            if z > m or z != z:
                 m = z if m == m else m
         if not np.isfinite(m):
             m = zero
-        s0 = s1 = 0.0
-        for i in range(0, d2, 2):
+        for i in range(d_):
             k = np.uintp(base + i)
-            e0 = _exp(xf[k] / t * sign - m)
-            e1 = _exp(xf[k + 1] / t * sign - m)
-            of[k] = e0
-            of[k + 1] = e1
-            s0 += e0
-            s1 += e1
-        for i in range(d2, d_):
-            k = np.uintp(base + i)
-            e0 = _exp(xf[k] / t * sign - m)
-            of[k] = e0
-            s0 += e0
-        s = s0 + s1
+            of[k] = _exp(of[k] - m)
+        s = _row_sum(of, base, d_)
         if log:
             ls = math.log(s)
             for i in range(d_):
