@@ -86,14 +86,44 @@ def _eager_cache_dir():
     return os.path.join(source_dir, "__pycache__")
 
 
+def drop_stale_eager_cache():
+    """Numba's cache checks only the stamp of the file that defines a cached function, not of the functions it
+    inlines: the eager loops inline codegen/approx.py (softmax's exp), so after approx.py changes their cached
+    machine code would still load. A stamp file per module records approx.py's fingerprint; when it differs (or is
+    missing) the module's cache files are deleted, so the loops compile again. Called before the eager modules are
+    imported, in this process and in the compiling child."""
+    from .approx import SOURCE_FINGERPRINT
+    directory = _eager_cache_dir()
+    for module in _EAGER_MODULES:
+        stamp = os.path.join(directory, f"{module}.mixnet-approx")
+        try:
+            with open(stamp, encoding="utf-8") as f:
+                if f.read() == SOURCE_FINGERPRINT:
+                    continue
+        except OSError:
+            pass
+        try:
+            for name in glob.glob(os.path.join(glob.escape(directory), f"{module}.*")):
+                if name.endswith((".nbi", ".nbc")) or ".mixnet-" in name:
+                    os.remove(name)
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(SOURCE_FINGERPRINT)
+            os.replace(tmp, stamp)
+        except OSError:        # a read-only cache: Numba then compiles in memory every process, nothing to drop
+            pass
+
+
 def _eager_marker(dtype, module="_numba_kernels"):
     return os.path.join(_eager_cache_dir(), f"{module}.mixnet-{dtype}.json")
 
 
 def _eager_stamp(module):
+    from .approx import SOURCE_FINGERPRINT
     st = os.stat(os.path.join(_EAGER_DIR, module + ".py"))
     return {"source": [st.st_mtime_ns, st.st_size], "numba": importlib.metadata.version("numba"),
-            "python": sys.implementation.cache_tag}
+            "python": sys.implementation.cache_tag, "approx": SOURCE_FINGERPRINT}
 
 
 def eager_is_cached(dtype):
@@ -143,6 +173,8 @@ def _main(spec):
         # The parent keeps training on the generic path meanwhile: on a machine with few cores it should not
         # have to share its core with the compiler.
         os.nice(10)
+    if any("eager" in job for job in spec):
+        drop_stale_eager_cache()
     for job in spec:
         if "eager" in job:
             for name in _EAGER_MODULES:

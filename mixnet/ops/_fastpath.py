@@ -73,6 +73,8 @@ def _prepare(dtype, load):
     if dtype not in _ready:
         return None
     if _module is None:
+        from ..codegen import precompile
+        precompile.drop_stale_eager_cache()
         from . import _numba_kernels
         _module = _numba_kernels
     return _module

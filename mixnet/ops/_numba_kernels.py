@@ -1,5 +1,6 @@
 """Hand-written Numba loops for the hot eager CPU kernels: the data movement around the convolution GEMMs, max
-pooling's backward, ReLU's backward and the SGD update.
+pooling's backward, ReLU's backward, the SGD update, and the normalizations (softmax / log_softmax, LayerNorm,
+BatchNorm: forward and fused backward, see the section at the end).
 
 numpy does these as many strided passes (one per kernel offset, each with short inner runs and a fresh temporary);
 one explicit loop nest reads and writes each element once. Only `mixnet/ops/_fastpath.py` imports this module, on
@@ -9,11 +10,17 @@ first use, so `import mixnet` does not pay for importing Numba. `cache=True` kee
 Conventions: arrays are C-contiguous (N, C, H, W) (1-D ops pass H = 1) and are indexed through flat views with
 `np.uintp` indices: a signed index makes Numba test it for Python's negative wraparound on every access, which
 kept these loops from vectorizing (im2col ran 2.5x slower). Geometry arguments are plain ints; outputs are
-preallocated by the caller. No transcendental functions (this Numba has no SVML, performance.md §4.1).
+preallocated by the caller. No libm transcendental functions in float32 loops (this Numba has no SVML,
+performance.md §4.1): softmax uses codegen/approx.py's vectorizable exp_f32 there, libm in float64.
 """
+import math
+
 import numpy as np
-from numba import njit
+from numba import njit, types
 from numba.core.dispatcher import Dispatcher
+from numba.extending import overload
+
+from ..codegen import approx
 
 
 @njit(cache=True)
@@ -189,6 +196,299 @@ def sgd_mom_update(w, g, mom, has_wd, lr_wd, lr_rescale, momentum):
         w[k] = w[k] + m
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Normalizations. Softmax and LayerNorm work on (A, D) rows (the caller moves the axis last); BatchNorm on
+# (A, C, B) with the channel axis in the middle (no copy for any axis). Reductions accumulate in float64 scalars,
+# two or four partial sums per quantity: with IEEE order (no reassociation flag) one accumulator is one serial
+# chain of 4-cycle adds, and float32 accumulation over a 3e6-element BatchNorm channel set would lose digits.
+# Elementwise steps run in float64 too (the loops are memory-bound) and round once when stored.
+_NORM_JIT = dict(cache=True, error_model="numpy", fastmath={"contract"})
+
+
+def _exp(v):
+    return math.exp(v)
+
+
+@overload(_exp, jit_options=dict(error_model="numpy", fastmath={"contract"}))
+def _exp_typed(v):
+    """exp in the precision of its argument: approx.exp_f32 (vectorizable, 0.99 ulp) for float32, libm else."""
+    if v == types.float32:
+        return lambda v: approx.exp_f32(v)
+    return lambda v: math.exp(v)
+
+
+@njit(**_NORM_JIT)
+def _row_mean_var(xf, base, n):
+    """(mean, biased variance) of xf[base:base + n] in float64, two passes (exact cancellation-free variance)."""
+    s0 = s1 = s2 = s3 = 0.0
+    n4 = n - n % 4
+    for i in range(0, n4, 4):
+        k = np.uintp(base + i)
+        s0 += xf[k]
+        s1 += xf[k + 1]
+        s2 += xf[k + 2]
+        s3 += xf[k + 3]
+    for i in range(n4, n):
+        s0 += xf[np.uintp(base + i)]
+    mean = (s0 + s1 + s2 + s3) / n
+    s0 = s1 = s2 = s3 = 0.0
+    for i in range(0, n4, 4):
+        k = np.uintp(base + i)
+        d0 = xf[k] - mean
+        d1 = xf[k + 1] - mean
+        d2 = xf[k + 2] - mean
+        d3 = xf[k + 3] - mean
+        s0 += d0 * d0
+        s1 += d1 * d1
+        s2 += d2 * d2
+        s3 += d3 * d3
+    for i in range(n4, n):
+        d0 = xf[np.uintp(base + i)] - mean
+        s0 += d0 * d0
+    return mean, (s0 + s1 + s2 + s3) / n
+
+
+@njit(**_NORM_JIT)
+def _row_sum(f, base, n):
+    """sum of f[base:base + n] in float64 with four partial sums."""
+    s0 = s1 = s2 = s3 = 0.0
+    n4 = n - n % 4
+    for i in range(0, n4, 4):
+        k = np.uintp(base + i)
+        s0 += f[k]
+        s1 += f[k + 1]
+        s2 += f[k + 2]
+        s3 += f[k + 3]
+    for i in range(n4, n):
+        s0 += f[np.uintp(base + i)]
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(**_NORM_JIT)
+def softmax_forward(x, t, sign, log, out):
+    """out[a] = softmax(sign * x[a] / t) over each row of the (A, D) arrays (log_softmax with log=True); t and
+    sign (+-1) are scalars of x's dtype, so z is computed as in the generic path. The row maximum is numpy's
+    (NaN wins); a non-finite maximum is replaced by 0, as there. Separate passes (z, max, exp, sum, scale) keep
+    the elementwise ones free of reductions, so LLVM vectorizes them (exp is float32 exp_f32 for float32)."""
+    a_, d_ = x.shape
+    xf = x.reshape(-1)
+    of = out.reshape(-1)
+    zero = sign - sign
+    for a in range(a_):
+        base = a * d_
+        for i in range(d_):
+            k = np.uintp(base + i)
+            of[k] = xf[k] / t * sign
+        m = of[np.uintp(base)]
+        for i in range(d_):
+            z = of[np.uintp(base + i)]
+            if z > m or z != z:
+                m = z if m == m else m
+        if not np.isfinite(m):
+            m = zero
+        for i in range(d_):
+            k = np.uintp(base + i)
+            of[k] = _exp(of[k] - m)
+        s = _row_sum(of, base, d_)
+        if log:
+            ls = math.log(s)
+            for i in range(d_):
+                k = np.uintp(base + i)
+                of[k] = (xf[k] / t * sign - m) - ls
+        else:
+            inv = 1.0 / s
+            for i in range(d_):
+                k = np.uintp(base + i)
+                of[k] = of[k] * inv
+
+
+@njit(**_NORM_JIT)
+def softmax_backward(y, g, scale, log, dx):
+    """The gradient of softmax / log_softmax (log=True) along the rows of (A, D) arrays, given the output y:
+    softmax: dx = y * (g - sum(g * y)) * scale; log_softmax: dx = (g - exp(y) * sum(g)) * scale, with
+    scale = 1/t (-1/t for softmin), a float."""
+    a_, d_ = y.shape
+    yf = y.reshape(-1)
+    gf = g.reshape(-1)
+    df = dx.reshape(-1)
+    d2 = d_ - d_ % 2
+    for a in range(a_):
+        base = a * d_
+        s0 = s1 = 0.0
+        for i in range(0, d2, 2):
+            k = np.uintp(base + i)
+            if log:
+                s0 += gf[k]
+                s1 += gf[k + 1]
+            else:
+                s0 += gf[k] * yf[k]
+                s1 += gf[k + 1] * yf[k + 1]
+        for i in range(d2, d_):
+            k = np.uintp(base + i)
+            s0 += gf[k] if log else gf[k] * yf[k]
+        s = s0 + s1
+        if log:
+            for i in range(d_):
+                k = np.uintp(base + i)
+                df[k] = (gf[k] - _exp(yf[k]) * s) * scale
+        else:
+            for i in range(d_):
+                k = np.uintp(base + i)
+                df[k] = yf[k] * (gf[k] - s) * scale
+
+
+@njit(**_NORM_JIT)
+def layernorm_forward(x, gamma, beta, eps, out, mean, std):
+    """LayerNorm over the rows of the (A, D) arrays: out = (x - mean) / std * gamma + beta, std = sqrt(var +
+    eps); mean and std (A,) are outputs too."""
+    a_, d_ = x.shape
+    xf = x.reshape(-1)
+    of = out.reshape(-1)
+    for a in range(a_):
+        base = a * d_
+        mu, var = _row_mean_var(xf, base, d_)
+        sd = np.sqrt(var + eps)
+        mean[a] = mu
+        std[a] = sd
+        r = 1.0 / sd
+        for i in range(d_):
+            k = np.uintp(base + i)
+            of[k] = (xf[k] - mu) * r * gamma[i] + beta[i]
+
+
+@njit(**_NORM_JIT)
+def layernorm_backward(x, g, gamma, gmean, gstd, eps, dx, dgamma, dbeta):
+    """The gradient of LayerNorm over the rows of (A, D) arrays in one call: the statistics are recomputed from
+    x; gmean, gstd (A,) are the gradients arriving at the mean and std outputs. With xhat = (x - mean) / std and
+    dxhat = g * gamma: dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / std + gmean / D + gstd * xhat / D;
+    dgamma = sum over rows of g * xhat, dbeta = sum of g (accumulated in float64 per column)."""
+    a_, d_ = x.shape
+    xf = x.reshape(-1)
+    gf = g.reshape(-1)
+    df = dx.reshape(-1)
+    accg = np.zeros(d_)
+    accb = np.zeros(d_)
+    d2 = d_ - d_ % 2
+    for a in range(a_):
+        base = a * d_
+        mu, var = _row_mean_var(xf, base, d_)
+        r = 1.0 / np.sqrt(var + eps)
+        s0 = s1 = q0 = q1 = 0.0
+        for i in range(0, d2, 2):
+            k = np.uintp(base + i)
+            h0 = gf[k] * gamma[i]
+            h1 = gf[k + 1] * gamma[i + 1]
+            s0 += h0
+            s1 += h1
+            q0 += h0 * (xf[k] - mu)
+            q1 += h1 * (xf[k + 1] - mu)
+        for i in range(d2, d_):
+            k = np.uintp(base + i)
+            h0 = gf[k] * gamma[i]
+            s0 += h0
+            q0 += h0 * (xf[k] - mu)
+        c1 = (s0 + s1) / d_
+        c2 = (q0 + q1) * r / d_
+        cm = gmean[a] / d_
+        cs = gstd[a] / d_
+        for i in range(d_):
+            k = np.uintp(base + i)
+            gi = gf[k]
+            xh = (xf[k] - mu) * r
+            df[k] = (gi * gamma[i] - c1 - xh * c2) * r + cm + cs * xh
+            accg[i] += gi * xh
+            accb[i] += gi
+    for i in range(d_):
+        dgamma[i] = accg[i]
+        dbeta[i] = accb[i]
+
+
+@njit(**_NORM_JIT)
+def batchnorm_sums(x, g, shift, sums):
+    """Per channel c of the (A, C, B) arrays, with u = x - shift[c] in float64: sums[0, c] = sum(u),
+    sums[1, c] = sum(u * u) and, when g has x's shape (it is (0, 0, 0) in the forward), sums[2, c] = sum(g),
+    sums[3, c] = sum(g * u). One pass over x (and g). Shifting by a value near the channel's mean (its first
+    element) keeps the one-pass variance sum(u*u)/n - (sum(u)/n)^2 accurate."""
+    a_, c_, b_ = x.shape
+    xf = x.reshape(-1)
+    gf = g.reshape(-1)
+    grads = g.shape[0] == a_ and g.size == x.size
+    b2 = b_ - b_ % 2
+    for c in range(c_):
+        for j in range(4):
+            sums[j, c] = 0.0
+    for a in range(a_):
+        for c in range(c_):
+            base = (a * c_ + c) * b_
+            k0 = shift[c]
+            u0 = u1 = w0 = w1 = 0.0
+            if grads:
+                s0 = s1 = p0 = p1 = 0.0
+                for i in range(0, b2, 2):
+                    k = np.uintp(base + i)
+                    v0 = xf[k] - k0
+                    v1 = xf[k + 1] - k0
+                    u0 += v0
+                    u1 += v1
+                    w0 += v0 * v0
+                    w1 += v1 * v1
+                    s0 += gf[k]
+                    s1 += gf[k + 1]
+                    p0 += gf[k] * v0
+                    p1 += gf[k + 1] * v1
+                for i in range(b2, b_):
+                    k = np.uintp(base + i)
+                    v0 = xf[k] - k0
+                    u0 += v0
+                    w0 += v0 * v0
+                    s0 += gf[k]
+                    p0 += gf[k] * v0
+                sums[2, c] += s0 + s1
+                sums[3, c] += p0 + p1
+            else:
+                for i in range(0, b2, 2):
+                    k = np.uintp(base + i)
+                    v0 = xf[k] - k0
+                    v1 = xf[k + 1] - k0
+                    u0 += v0
+                    u1 += v1
+                    w0 += v0 * v0
+                    w1 += v1 * v1
+                for i in range(b2, b_):
+                    v0 = xf[np.uintp(base + i)] - k0
+                    u0 += v0
+                    w0 += v0 * v0
+            sums[0, c] += u0 + u1
+            sums[1, c] += w0 + w1
+
+
+@njit(**_NORM_JIT)
+def channel_affine(x, g, center, cx, cg, bias, out):
+    """out = (x - center[c]) * cx[c] + g * cg[c] + bias[c] over the (A, C, B) arrays, per channel c (float64
+    coefficients); the g term is skipped when g is not x's shape (the forward passes a (0, 0, 0) array), so an
+    infinite x never meets a zero coefficient of the other operand."""
+    a_, c_, b_ = x.shape
+    xf = x.reshape(-1)
+    gf = g.reshape(-1)
+    of = out.reshape(-1)
+    grads = g.shape[0] == a_ and g.size == x.size
+    for a in range(a_):
+        for c in range(c_):
+            base = (a * c_ + c) * b_
+            m = center[c]
+            sx = cx[c]
+            sg = cg[c]
+            b0 = bias[c]
+            if grads:
+                for i in range(b_):
+                    k = np.uintp(base + i)
+                    of[k] = (xf[k] - m) * sx + gf[k] * sg + b0
+            else:
+                for i in range(b_):
+                    k = np.uintp(base + i)
+                    of[k] = (xf[k] - m) * sx + b0
+
+
 def loops():
     """Every loop of this module (Numba dispatchers), the helpers the others call included."""
     return [v for v in globals().values() if isinstance(v, Dispatcher)]
@@ -197,7 +497,8 @@ def loops():
 def warm_up(dtype):
     """Compiles (or loads from the cache) every loop for `dtype` ('float32' or 'float64') by running it on tiny
     arrays with the argument types the fast paths pass: C-contiguous arrays of the dtype, Python ints for the
-    geometry, the pooling fill as a dtype scalar, the SGD scalars as np.float32 and its weight-decay flag as a bool
+    geometry, the pooling fill as a dtype scalar, the SGD scalars as np.float32 and its weight-decay flag as a bool,
+    the normalizations' eps / scale as Python floats, softmax's temperature and sign as dtype scalars
     (tests/ops/test_fastpath_background.py checks that real calls compile nothing more). The background child of
     codegen/precompile.py runs it."""
     dt = np.dtype(dtype)
@@ -211,3 +512,17 @@ def warm_up(dtype):
     f32 = np.float32(0.5)
     sgd_update(flat.copy(), flat, f32, f32)
     sgd_mom_update(flat.copy(), flat, flat.copy(), True, f32, f32, f32)
+    rows = np.ones((2, 3), dt)
+    for log in (False, True):
+        softmax_forward(rows, dt.type(1), dt.type(1), log, np.empty_like(rows))
+        softmax_backward(rows, rows, 1.0, log, np.empty_like(rows))
+    vec = np.ones(3, dt)
+    layernorm_forward(rows, vec, vec, 1e-5, np.empty_like(rows), np.empty(2, dt), np.empty(2, dt))
+    layernorm_backward(rows, rows, vec, vec[:2], vec[:2], 1e-5, np.empty_like(rows), np.empty_like(vec),
+                       np.empty_like(vec))
+    x3 = np.ones((2, 3, 2), dt)
+    none = np.zeros((0, 0, 0), dt)
+    coef = np.ones(3)
+    for g3 in (none, x3):
+        batchnorm_sums(x3, g3, coef, np.empty((4, 3)))
+        channel_affine(x3, g3, coef, coef, coef, coef, np.empty_like(x3))

@@ -12,6 +12,7 @@ import numpy as np
 from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_dtype, parse_float, parse_int, parse_shape
 from .common import call, infer_same, into, sum_to
+from .nn_norm import _final_gradient, _replayed, rows_back, rows_last
 from .registry import OpDef, OpTest, register
 from .special import erf as _erf
 
@@ -214,13 +215,32 @@ def _length_mask(xp, shape, length, axis):
     return pos < xp.expand_dims(length, ax)
 
 
+def _softmax_fast(xp, data, ax, t, kind, out):
+    """The Numba row loop for float32/float64 data without lengths (one pass for the maximum, one for exp and
+    its sum, one to scale); None where it does not apply."""
+    nk = _fastpath.numba_kernels(xp, data) if data.size else None
+    if nk is None:
+        return None
+    rows = rows_last(data, ax)
+    last = ax == data.ndim - 1
+    direct = out is not None and last and out.dtype == data.dtype and out.flags.c_contiguous
+    y = out.reshape(rows.shape) if direct else np.empty(rows.shape, data.dtype)
+    typ = data.dtype.type
+    nk.softmax_forward(rows, typ(t), typ(-1 if kind == "softmin" else 1), kind == "log_softmax", y)
+    return out if direct else into(xp, out, rows_back(y, data.shape, ax))
+
+
 def _softmax_kernel(kind):
     def run(xp, data, length=None, *, axis, temperature, dtype, use_length, out=None):
         ax = axis
         if not -data.ndim <= ax < data.ndim:
             raise ValueError(f"axis {axis} is out of range for data of shape {data.shape}")
-        x = data.astype(np.float64) if data.dtype == np.float16 else data
         t = 1.0 if temperature is None else temperature
+        if not use_length and (dtype is None or dtype == data.dtype):
+            fast = _softmax_fast(xp, data, ax % data.ndim, t, kind, out)
+            if fast is not None:
+                return fast
+        x = data.astype(np.float64) if data.dtype == np.float16 else data
         z = x / t if t != 1.0 else x
         if kind == "softmin":
             z = -z
@@ -256,6 +276,10 @@ def _softmax_grad(kind):
         t = 1.0 if a["temperature"] is None else a["temperature"]
         ax = a["axis"] % x.ndim
         kshape = tuple(1 if i == ax else d for i, d in enumerate(x.shape))
+        if not a["use_length"] and y.dtype == x.dtype and _final_gradient():
+            if kind == "log_softmax":
+                return (call("_log_softmax_bwd", y, g, axis=ax, temperature=a["temperature"]),)
+            return (call("_softmax_bwd", y, g, axis=ax, temperature=a["temperature"], softmin=kind == "softmin"),)
         if y.dtype != x.dtype:
             y = call("Cast", y, dtype=x.dtype)
             g = call("Cast", g, dtype=x.dtype)
@@ -309,6 +333,81 @@ for _kind in ("softmax", "log_softmax", "softmin"):
         )),
         doc=f"{_kind} along `axis`; with use_length=True the second input (integer lengths, shape of data "
             "without `axis`) masks positions at or beyond the length; those outputs are 0."))
+
+
+# NOTE: the softmax family's backward as primitives (one op instead of a product, a reduction, a subtraction, a
+# product and a scale; one Numba row loop on CPU), used by the rules when the gradient is final (see
+# nn_norm._final_gradient); they are functions of the output y and the head gradient g, and their own gradient
+# replays the composite form.
+def _k_softmax_bwd(log):
+    def run(xp, out_data, grad, *, axis, temperature, softmin=False, out=None):
+        if tuple(grad.shape) != tuple(out_data.shape):
+            raise ValueError(f"gradient shape {tuple(grad.shape)} does not match the output shape "
+                             f"{tuple(out_data.shape)}")
+        ax = axis % out_data.ndim if out_data.ndim else 0
+        t = 1.0 if temperature is None else temperature
+        scale = (-1.0 if softmin else 1.0) / t
+        nk = _fastpath.numba_kernels(xp, out_data, grad) if out_data.size else None
+        if nk is not None:
+            rows, grows = rows_last(out_data, ax), rows_last(grad, ax)
+            last = ax == out_data.ndim - 1
+            direct = out is not None and last and out.dtype == out_data.dtype and out.flags.c_contiguous
+            dx = out.reshape(rows.shape) if direct else np.empty(rows.shape, out_data.dtype)
+            nk.softmax_backward(rows, grows, scale, log, dx)
+            return out if direct else into(xp, out, rows_back(dx, out_data.shape, ax))
+        wide = np.float64 if out_data.dtype == np.float16 else out_data.dtype
+        y, g = out_data.astype(wide, copy=False), grad.astype(wide, copy=False)
+        if log:
+            dx = (g - xp.exp(y) * g.sum(axis=ax, keepdims=True)) * scale
+        else:
+            dx = y * (g - (g * y).sum(axis=ax, keepdims=True)) * scale
+        return into(xp, out, dx.astype(out_data.dtype, copy=False))
+    return run
+
+
+def _softmax_bwd_composite(log):
+    def composite(a, y, g):
+        ax = a["axis"] % y.ndim
+        kshape = tuple(1 if i == ax else d for i, d in enumerate(y.shape))
+        scale = (-1.0 if a.get("softmin") else 1.0) / (1.0 if a["temperature"] is None else a["temperature"])
+        if log:
+            return ((g - call("exp", y) * call("_sum_to", g, shape=kshape)) * scale,)
+        return (y * (g - call("_sum_to", g * y, shape=kshape)) * scale,)
+    return composite
+
+
+def _ref_softmax_bwd(log):
+    def ref(y, g, axis=-1, temperature=None, softmin=False):
+        """The Jacobian of softmax, J = diag(p) - p p^T (p = exp(y) for log_softmax, whose Jacobian is
+        I - 1 p^T), applied row by row in float64."""
+        y = np.moveaxis(y.astype(np.float64), axis, -1)
+        g = np.moveaxis(g.astype(np.float64), axis, -1)
+        dx = np.empty(y.shape)
+        for idx in np.ndindex(*y.shape[:-1]):
+            p = np.exp(y[idx]) if log else y[idx]
+            jac = np.eye(len(p)) - np.outer(np.ones(len(p)), p) if log else np.diag(p) - np.outer(p, p)
+            dx[idx] = jac.T @ g[idx]
+        sign = -1.0 if softmin else 1.0
+        return np.moveaxis(dx, -1, axis) * sign / (temperature or 1.0)
+    return ref
+
+
+_SOFTMAX_BWD_CASES = ((((3, 4), (3, 4)), {}), (((2, 3, 4), (2, 3, 4)), {"axis": 1}),
+                      (((2, 5), (2, 5)), {"temperature": 2.0}))
+register(OpDef(
+    name="_softmax_bwd", kernel=_k_softmax_bwd(False), inputs=("out", "grad"), infer=infer_same, hidden=True,
+    attrs={"axis": Attr(parse_int, -1), "temperature": Attr(optional(parse_float), None),
+           "softmin": Attr(parse_bool, False)},
+    grad=_replayed(_softmax_bwd_composite(False)), writes_out=True,
+    test=OpTest(ref=_ref_softmax_bwd(False), domain=(0.05, 1.0), grad2=False,
+                cases=_SOFTMAX_BWD_CASES + ((((3, 4), (3, 4)), {"softmin": True}),)),
+    doc="softmax's (softmin's) backward given its output and head gradient: out * (grad - sum(grad * out)) / t."))
+register(OpDef(
+    name="_log_softmax_bwd", kernel=_k_softmax_bwd(True), inputs=("out", "grad"), infer=infer_same, hidden=True,
+    attrs={"axis": Attr(parse_int, -1), "temperature": Attr(optional(parse_float), None)},
+    grad=_replayed(_softmax_bwd_composite(True)), writes_out=True,
+    test=OpTest(ref=_ref_softmax_bwd(True), domain=(-3.0, -0.1), grad2=False, cases=_SOFTMAX_BWD_CASES),
+    doc="log_softmax's backward given its output and head gradient: (grad - exp(out) * sum(grad)) / t."))
 
 
 def _k_length_mask(xp, data, length, axis):

@@ -290,3 +290,31 @@ def test_real_child_compiles_into_the_cache_this_process_uses():
     this process's loops (a few seconds with the suite's warm cache, ~15 s cold)."""
     assert precompile.compile_eager_elsewhere(["float64"])
     assert precompile.eager_is_cached("float64")
+
+
+def test_cached_eager_loops_go_when_approx_changes(tmp_path, monkeypatch):
+    """Numba's cache only checks the defining file's stamp, not the approx.py functions the loops inline: a
+    changed approx.py fingerprint must drop the eager modules' cache files (and markers)."""
+    from mixnet.codegen import precompile
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    directory = precompile._eager_cache_dir()
+    os.makedirs(directory)
+    files = ["_numba_kernels.softmax_forward-400.py311.nbi", "_numba_kernels.softmax_forward-400.py311.1.nbc",
+             "_numba_kernels.mixnet-float32.json", "_epilogue_kernels.bias_relu-20.py311.nbi"]
+
+    def make():
+        for name in files:
+            with open(os.path.join(directory, name), "w") as f:
+                f.write("x")
+
+    make()
+    precompile.drop_stale_eager_cache()                 # no stamp yet: unknown provenance, dropped
+    assert not any(os.path.exists(os.path.join(directory, n)) for n in files)
+    make()
+    precompile.drop_stale_eager_cache()                 # stamps match now: kept
+    assert all(os.path.exists(os.path.join(directory, n)) for n in files)
+    with open(os.path.join(directory, "_numba_kernels.mixnet-approx"), "w") as f:
+        f.write("an older approx.py")
+    precompile.drop_stale_eager_cache()
+    assert not any(os.path.exists(os.path.join(directory, n)) for n in files[:3])
+    assert os.path.exists(os.path.join(directory, files[3]))      # the other module's stamp still matched
