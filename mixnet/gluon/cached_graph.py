@@ -16,6 +16,7 @@ from .. import autograd, config
 from ..base import MXNetError
 from ..context import current_context
 from ..ndarray.ndarray import NDArray, _wrap
+from ..ops.common import dtype_name
 from ..symbol import passes
 from ..symbol.contrib import TRACE_SHAPES
 from ..symbol.symbol import TRACE_CONSTANTS
@@ -77,7 +78,7 @@ def mxnet_format(structure):
 
 def signature(flat, structure):
     ctx = flat[0].context if flat else None
-    return (structure, tuple((tuple(a.shape), np.dtype(a.dtype).name) for a in flat), ctx,
+    return (structure, tuple((tuple(a.shape), dtype_name(a.dtype)) for a in flat), ctx,
             autograd.is_training())
 
 

@@ -26,6 +26,7 @@ import threading
 import numpy as np
 
 from .. import config
+from .common import dtype_name
 
 ENABLED = True
 WORKSPACE_LIMIT = 64 << 20
@@ -48,12 +49,13 @@ def numba_kernels(xp, *arrays, load=True):
     for a in arrays[1:]:
         if a.dtype != dtype:
             return None
-    if _module is not None and dtype.name in _ready:
+    name = dtype_name(dtype)
+    if _module is not None and name in _ready:
         return _module
     if not load and _module is None:
         return None
     with _state_lock:
-        return _prepare(dtype.name, load)
+        return _prepare(name, load)
 
 
 def _prepare(dtype, load):

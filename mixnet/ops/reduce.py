@@ -19,6 +19,8 @@ Gradients (all written with mixnet ops, so they differentiate again):
 * nanprod/nansum: NaNs count as 1/0 and get zero gradient (MXNet's rule).
 * norm: ord=2 gives x / ||x|| (0 where the norm is 0; MXNet gives NaN there), ord=1 gives sign(x).
 """
+import math
+
 import numpy as np
 
 from .attrs import Attr, optional, parse_axis, parse_bool, parse_dtype, parse_int
@@ -115,7 +117,7 @@ def _sum_kernel(xp, x, axis, keepdims, exclude):
 
 def _mean_kernel(xp, x, axis, keepdims, exclude):
     axes = reduce_axes(x.shape, axis, exclude)
-    n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+    n = math.prod(x.shape[a] for a in axes)
     if x.dtype.kind in "iub":
         total = x.sum(axis=axes, dtype=np.int64)
         result = xp.trunc(total / n) if n else total.astype(np.float64) * np.nan
@@ -164,7 +166,7 @@ def _mean_grad(ctx, g):
     if x.size == 0:
         return (_zero_like(x),)
     axes = _axes_of(ctx)
-    n = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+    n = math.prod(x.shape[a] for a in axes)
     return (_broadcast_out(ctx, g) / n,)
 
 
