@@ -37,7 +37,7 @@ __all__ = ["compile_elsewhere", "is_cached", "compile_eager_elsewhere", "eager_i
 _ONE_CHILD = threading.Lock()
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _EAGER_DIR = os.path.join(_PACKAGE_ROOT, "mixnet", "ops")
-_EAGER_MODULES = ("_numba_kernels", "_epilogue_kernels")      # in _EAGER_DIR, compiled and checked together
+EAGER_MODULES = ("_numba_kernels", "_epilogue_kernels")      # in _EAGER_DIR, compiled and checked together
 
 
 def is_cached(kernel):
@@ -92,13 +92,13 @@ def drop_stale_eager_cache():
     machine code would still load. A stamp file per module records approx.py's fingerprint; when it differs (or is
     missing) the module's cache files are deleted, so the loops compile again. Called before the eager modules are
     imported, in this process and in the compiling child."""
-    from .approx import SOURCE_FINGERPRINT
+    fingerprint = _approx_fingerprint()
     directory = _eager_cache_dir()
-    for module in _EAGER_MODULES:
+    for module in EAGER_MODULES:
         stamp = os.path.join(directory, f"{module}.mixnet-approx")
         try:
             with open(stamp, encoding="utf-8") as f:
-                if f.read() == SOURCE_FINGERPRINT:
+                if f.read() == fingerprint:
                     continue
         except OSError:
             pass
@@ -109,7 +109,7 @@ def drop_stale_eager_cache():
             os.makedirs(directory, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(SOURCE_FINGERPRINT)
+                f.write(fingerprint)
             os.replace(tmp, stamp)
         except OSError:        # a read-only cache: Numba then compiles in memory every process, nothing to drop
             pass
@@ -119,17 +119,29 @@ def _eager_marker(dtype, module="_numba_kernels"):
     return os.path.join(_eager_cache_dir(), f"{module}.mixnet-{dtype}.json")
 
 
+def _approx_fingerprint():
+    """approx.SOURCE_FINGERPRINT, read from the file: importing approx.py would import Numba (~0.3 s), which a call
+    that only asks whether the loops are cached must not pay."""
+    global _APPROX
+    if _APPROX is None:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "approx.py"), "rb") as f:
+            _APPROX = hashlib.sha1(f.read()).hexdigest()[:12]
+    return _APPROX
+
+
+_APPROX = None
+
+
 def _eager_stamp(module):
-    from .approx import SOURCE_FINGERPRINT
     st = os.stat(os.path.join(_EAGER_DIR, module + ".py"))
     return {"source": [st.st_mtime_ns, st.st_size], "numba": importlib.metadata.version("numba"),
-            "python": sys.implementation.cache_tag, "approx": SOURCE_FINGERPRINT}
+            "python": sys.implementation.cache_tag, "approx": _approx_fingerprint()}
 
 
 def eager_is_cached(dtype):
     """The eager loops for `dtype` were compiled into Numba's cache from the current source (a marker per module
     written after a successful compile, whose index files are all still there)."""
-    return all(_module_is_cached(dtype, module) for module in _EAGER_MODULES)
+    return all(_module_is_cached(dtype, module) for module in EAGER_MODULES)
 
 
 def _module_is_cached(dtype, module):
@@ -177,7 +189,7 @@ def _main(spec):
         drop_stale_eager_cache()
     for job in spec:
         if "eager" in job:
-            for name in _EAGER_MODULES:
+            for name in EAGER_MODULES:
                 kernels = importlib.import_module(f"..ops.{name}", __package__)
                 kernels.warm_up(job["eager"])
                 _write_eager_marker(job["eager"], kernels)

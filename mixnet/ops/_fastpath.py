@@ -9,10 +9,12 @@
 * Compile latency. Compiling the loops for one dtype takes ~10 s on this machine (Numba's compiler holds the GIL),
   which used to land inside the first LeNet step. By default (config.COMPILE_BACKGROUND) a dtype whose loops are
   not in Numba's on-disk cache yet keeps the generic path while one child process compiles them into that cache
-  (codegen/precompile.py: at most one compiling child per process, for these and the fused kernels); the call
-  after it finishes imports the module and loads the machine code (~1.5 s once: Numba's import and cache loads).
-  Loops already in the cache load on first use. With MIXNET_COMPILE_BACKGROUND=0 they compile on first use, as
-  Numba does by default. `wait_compiled()` blocks until the child is done (benchmarks, tests).
+  (codegen/precompile.py: at most one compiling child per process, for these and the fused kernels). Once a
+  dtype's loops are in the cache, a background thread imports the modules and loads their machine code (~1 s
+  once: Numba's import and the cache loads), so that no call waits for it (the first hybridized MLP call would
+  otherwise take ~1 s); calls keep the generic path until it is done. With MIXNET_COMPILE_BACKGROUND=0 the module
+  is imported on first use and the loops compile on their first call, as Numba does by default.
+  `wait_compiled()` blocks until the child and the loading are done (benchmarks, tests).
 * `workspace(slot, shape, dtype)`: an uninitialised C-contiguous array from a per-thread buffer that is kept
   between calls. A convolution's im2col columns and GEMM output are several megabytes and live only inside one
   kernel call; allocating them fresh each call costs one page fault per 4 KiB page, which on this VM was more
@@ -36,6 +38,7 @@ _module = None
 _ready = set()          # dtype names whose loops are compiled or in the on-disk cache
 _pending = set()        # dtype names waiting for a compiling child
 _compiling = None       # the thread waiting on the child, and the dtypes it compiles
+_loading = None         # the thread importing the modules and loading their cached loops
 _state_lock = threading.Lock()
 _local = threading.local()
 
@@ -75,11 +78,37 @@ def _prepare(dtype, load):
     if dtype not in _ready:
         return None
     if _module is None:
-        from ..codegen import precompile
-        precompile.drop_stale_eager_cache()
-        from . import _numba_kernels
-        _module = _numba_kernels
+        if config.COMPILE_BACKGROUND:
+            _start_loading()
+            return None
+        _load(())
     return _module
+
+
+def _start_loading():
+    global _loading
+    if _loading is None:
+        _loading = threading.Thread(target=_load, args=(sorted(_ready),), daemon=True, name="mixnet-eager-load")
+        _loading.start()
+
+
+def _load(dtypes):
+    """Imports the loop modules and loads the cached machine code of `dtypes`' loops (their warm-up calls find
+    everything in Numba's cache), then publishes the module."""
+    global _module
+    from ..codegen import precompile
+    import importlib
+    precompile.drop_stale_eager_cache()
+    from . import _numba_kernels
+    try:
+        for name in precompile.EAGER_MODULES:
+            module = importlib.import_module(f".{name}", __package__)
+            for dtype in dtypes:
+                if precompile.eager_is_cached(dtype):
+                    module.warm_up(dtype)
+    except Exception:         # noqa: BLE001 - a loop that fails to load here compiles on its first call instead
+        pass
+    _module = _numba_kernels
 
 
 def _collect():
@@ -106,13 +135,19 @@ def _launch():
 
 
 def wait_compiled():
-    """Blocks until no child compiles loops for this process (including dtypes queued behind one)."""
+    """Blocks until no child compiles loops for this process (including dtypes queued behind one), and until the
+    loops that are ready are loaded."""
     while True:
         with _state_lock:
             _collect()
             _launch()
             current = _compiling
+            if current is None and _ready and _module is None and config.COMPILE_BACKGROUND:
+                _start_loading()
+            loading = _loading
         if current is None:
+            if loading is not None:
+                loading.join()
             return
         current[0].join()
 

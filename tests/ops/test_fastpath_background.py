@@ -53,6 +53,7 @@ def fresh(monkeypatch):
     monkeypatch.setattr(_fastpath, "_ready", set())
     monkeypatch.setattr(_fastpath, "_pending", set())
     monkeypatch.setattr(_fastpath, "_compiling", None)
+    monkeypatch.setattr(_fastpath, "_loading", None)
     child = FakeChild()
     monkeypatch.setattr(precompile, "eager_is_cached", lambda dtype: child.asked.append(dtype) and False)
     monkeypatch.setattr(precompile, "compile_eager_elsewhere", child)
@@ -135,11 +136,18 @@ def test_a_failed_child_leaves_compiling_to_first_use(fresh):
     assert fast_calls == [1] and child.launches == [["float32"]]
 
 
-def test_cached_loops_load_on_first_use(fresh, monkeypatch):
+def test_cached_loops_load_in_the_background_without_a_child(fresh, monkeypatch):
+    """Loops in the cache start loading at first use, in a thread: that call (the first hybridized MLP call, say)
+    does not wait the second Numba's import and the cache loads take; later calls run the loops."""
     child, fast_calls = fresh
     monkeypatch.setattr(precompile, "eager_is_cached", lambda dtype: dtype == "float32")
     x, w = _conv_inputs()
-    nn_conv.conv_forward(np, x, w, *GEO)
+    expected = _generic_conv(x, w)
+    np.testing.assert_array_equal(nn_conv.conv_forward(np, x, w, *GEO), expected)
+    assert fast_calls == [] and child.launches == []
+    assert _fastpath._loading is not None
+    _fastpath.wait_compiled()
+    np.testing.assert_allclose(nn_conv.conv_forward(np, x, w, *GEO), expected, rtol=1e-5, atol=1e-5)
     assert fast_calls == [1] and child.launches == []
 
 
@@ -229,7 +237,7 @@ def marker_dir(tmp_path, monkeypatch):
     """NUMBA_CACHE_DIR in a temporary directory and a copy of the loops' sources, so stamps can change."""
     ops = tmp_path / "src" / "mixnet" / "ops"
     ops.mkdir(parents=True)
-    for module in precompile._EAGER_MODULES:
+    for module in precompile.EAGER_MODULES:
         shutil.copy(os.path.join(precompile._EAGER_DIR, module + ".py"), ops)
     monkeypatch.setattr(precompile, "_EAGER_DIR", str(ops))
     source = ops / "_numba_kernels.py"
