@@ -3,7 +3,9 @@
 Compares, in the same run and interleaved (round-robin, so machine noise hits all alike):
 numpy eager (one ufunc per op), mixnet eager (mx.nd ops), the mixnet.codegen kernel (serial and parallel
 variants, output preallocated and allocated), and a hand-written vectorizable Numba kernel (the same
-approximations written by hand: what the code generator should match).
+approximations written by hand: what the code generator should match); PyTorch eager and torch.compile as peers,
+measured in their own process (benchmarks/_torch_elementwise.py, in a venv under ~/.venvs that has torch) just
+before, with the same thread count (--no-torch skips them).
 Prints one JSON line per measurement: median/min ms, ratios against numpy eager and the hand-written kernel,
 load average. Targets (issue): codegen >= 5x numpy eager at 1e6, <= 1.3x the hand-written kernel.
 Usage: python benchmarks/elementwise.py [--repeats 21] [--sizes 1e6,1e7] [--threads N]
@@ -12,10 +14,16 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
 import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from _common import torch_python  # noqa: E402
 
 
 def chain_group():
@@ -57,6 +65,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=21)
     parser.add_argument("--sizes", default="1e6,1e7")
     parser.add_argument("--threads", type=int, default=None, help="numba threads for the parallel variants")
+    parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch peer (eager, torch.compile)")
     args = parser.parse_args()
     os.environ.setdefault("MIXNET_CACHE_DIR", os.path.join(tempfile.gettempdir(), "mixnet-bench-kernels"))
 
@@ -82,6 +91,7 @@ def main():
 
     hybridized = Chain()
     hybridized.hybridize()
+    torch_rows = {} if args.no_torch else torch_peer(args.sizes, args.repeats, numba.get_num_threads())
 
     for size in (int(float(s)) for s in args.sizes.split(",")):
         x = np.random.default_rng(0).standard_normal(size).astype(np.float32)
@@ -127,6 +137,33 @@ def main():
                 variant = "serial" if "serial" in name else "parallel"
                 row["ratio_vs_hand_written_" + variant] = round(med / hand[variant], 2)
             print(json.dumps(row), flush=True)
+        for peer in torch_rows.get(size, []):        # measured in its own process just before, same machine
+            print(json.dumps({"benchmark": "elementwise W1", "size": size, "what": peer["what"],
+                              "ms_median": round(peer["ms_median"], 3), "ms_min": round(peer["ms_min"], 3),
+                              "speedup_vs_numpy": round(base / peer["ms_median"], 2),
+                              "threads": numba.get_num_threads(), "load_avg": round(load, 2),
+                              **({"first_call_s": peer["first_call_s"]} if "first_call_s" in peer else {})}),
+                  flush=True)
+
+
+def torch_peer(sizes, repeats, threads):
+    """{size: [rows]} from _torch_elementwise.py in an interpreter that can import torch, or {} (said why)."""
+    py = torch_python()
+    if py is None:
+        print(json.dumps({"benchmark": "elementwise W1", "what": "torch", "skipped": "no interpreter here or in "
+                          "~/.venvs can import torch"}), flush=True)
+        return {}
+    script = os.path.join(HERE, "_torch_elementwise.py")
+    done = subprocess.run([py, script, sizes, str(repeats), str(threads)], capture_output=True, text=True,
+                          check=False)
+    rows = {}
+    for line in done.stdout.splitlines():
+        row = json.loads(line)
+        rows.setdefault(row["size"], []).append(row)
+    if done.returncode != 0:
+        print(json.dumps({"benchmark": "elementwise W1", "what": "torch", "skipped": done.stderr[-300:]}),
+              flush=True)
+    return rows
 
 
 if __name__ == "__main__":
