@@ -122,6 +122,9 @@ def _scatter_slices(kidx, dilate, out, stride, pad, shape):
     return tuple(src), tuple(dst)
 
 
+_GEMM_COLUMNS = 4096        # output positions per forward GEMM of the generic path (as _conv_fast's blocks)
+
+
 def _check_group(c, f, group, what):
     if group < 1 or c % group or f % group:
         raise ValueError(f"{what}: channels ({c}) and num_filter ({f}) must be divisible by num_group ({group})")
@@ -159,12 +162,21 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None, bias=No
     fg, npos = f // group, int(np.prod(out))
     wm = w.reshape(group, fg, -1)                                        # g, Fg, Cg*K
     y = xp.empty((n, f) + out, dtype=dtype) if dest is None else dest
-    # one GEMM per group and sample, each writing its (Fg, P) block of the NCHW result: no transposing copy
-    cols4, y4 = cols.reshape(group, cols.shape[1], n, npos), y.reshape(n, group, fg, npos)
-    for i in range(group):
-        xp.matmul(wm[i], cols4[i].transpose(1, 0, 2), out=y4[:, i])
-    if bias is not None:
-        y += bias.reshape(_bias_shape(f, nd)).astype(y.dtype, copy=False)
+    y4 = y.reshape(n, group, fg, npos)
+    b = None if bias is None else bias.astype(dtype, copy=False).reshape(group, fg, 1)
+    # The GEMM's (g, Fg, M*P) is not the NCHW layout: it runs on chunks of M samples into one chunk-sized
+    # temporary, each chunk transposed into the result (+ bias) while in cache. A GEMM per sample, straight into
+    # the result, measured up to 2x slower on LeNet's conv2 (Fg x Cg*K x P = 50 x 500 x 64).
+    step = max(1, min(n, -(-_GEMM_COLUMNS // max(npos, 1))))
+    tmp = xp.empty((group, fg, step * npos), dtype=dtype) if n else None
+    for n0 in range(0, n, step):
+        m = min(n, n0 + step) - n0
+        part = _gemm(xp, wm, cols[:, :, n0 * npos:(n0 + m) * npos], tmp[:, :, :m * npos])
+        part4 = part.reshape(group, fg, m, npos).transpose(2, 0, 1, 3)    # M, g, Fg, P view
+        if b is None:
+            xp.copyto(y4[n0:n0 + m], part4)
+        else:
+            xp.add(part4, b, out=y4[n0:n0 + m])
     return y.astype(x.dtype, copy=False)
 
 
