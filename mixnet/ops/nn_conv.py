@@ -168,10 +168,11 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None, bias=No
     # temporary, each chunk transposed into the result (+ bias) while in cache. A GEMM per sample, straight into
     # the result, measured up to 2x slower on LeNet's conv2 (Fg x Cg*K x P = 50 x 500 x 64).
     step = max(1, min(n, -(-_GEMM_COLUMNS // max(npos, 1))))
-    tmp = xp.empty((group, fg, step * npos), dtype=dtype) if n else None
+    tmp = xp.empty(group * fg * step * npos, dtype=dtype)
     for n0 in range(0, n, step):
         m = min(n, n0 + step) - n0
-        part = _gemm(xp, wm, cols[:, :, n0 * npos:(n0 + m) * npos], tmp[:, :, :m * npos])
+        part = tmp[:group * fg * m * npos].reshape(group, fg, m * npos)     # contiguous, for BLAS
+        _gemm(xp, wm, cols[:, :, n0 * npos:(n0 + m) * npos], part)
         part4 = part.reshape(group, fg, m, npos).transpose(2, 0, 1, 3)    # M, g, Fg, P view
         if b is None:
             xp.copyto(y4[n0:n0 + m], part4)
