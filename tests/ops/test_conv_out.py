@@ -2,12 +2,13 @@
 buffers under hybridize(static_alloc=True), a parameter's gradient buffer in a compiled backward).
 
 test_writes_out.py checks that every writes_out op gives the same values with a buffer as without; here the buffer
-must be written in place: the very buffer comes back, and the call allocates nothing of the result's size
-(tracemalloc: the peak with the buffer is at least 0.9 result sizes below the peak without; on the Numba fast path
-the peak with the buffer is below half a result). Both the fast path and the generic one (`_fastpath.ENABLED =
-False`), float32 and float64, groups, strides, dilations, padding, 1-D/2-D/3-D, both GEMM orientations and
-several sample blocks. A buffer the kernels cannot write directly (another dtype, not C-contiguous, overlapping an
-input) still gets the right values, by a copy.
+must be written in place: the very buffer comes back, and the call allocates no result (tracemalloc: the peak with
+the buffer is at least 0.9 result sizes below the peak without; on the Numba fast path, whose temporaries live in
+workspaces, the peak with the buffer is below half a result; the generic forward's GEMM temporary holds at most
+4096 output positions). Both the fast path and the generic one (`_fastpath.ENABLED = False`), float32 and
+float64, groups, strides, dilations, padding, 1-D/2-D/3-D, both GEMM orientations and several sample blocks. A
+buffer the kernels cannot write directly (another dtype, not C-contiguous, overlapping an input) still gets the
+right values, by a copy.
 """
 import tracemalloc
 
