@@ -5,6 +5,7 @@ Frameworks, run interleaved in rounds in one run:
   numpy        hand-written im2col (sliding_window_view + GEMM) forward / backward / SGD
   mixnet       eager Gluon: nn.Conv2D, nn.MaxPool2D, nn.Dense, SoftmaxCrossEntropyLoss, Trainer('sgd')
   mixnet-hybrid  the same with HybridSequential, net and loss hybridized (timed once its fused kernels are in)
+  mixnet-hybrid-static  the same with hybridize(static_alloc=True): planned buffers, kernels writing into them
   mxnet        the same Gluon code on MXNet 1.9.1 (~/.venvs/mxref, worker subprocess); reference 13.7 ms eager
   mxnet-hybrid the hybridized Gluon code on MXNet 1.9.1
   torch        eager PyTorch, if some interpreter (this one or a venv in ~/.venvs) can import torch
@@ -30,7 +31,7 @@ def make_data(batch):
     return x, y
 
 
-def gluon_step(mx, batch, hybrid=False):
+def gluon_step(mx, batch, hybrid=False, static_alloc=False):
     gluon, nn, autograd = mx.gluon, mx.gluon.nn, mx.autograd
     x_np, y_np = make_data(batch)
     x, y = mx.nd.array(x_np), mx.nd.array(y_np.astype(np.float32))
@@ -50,7 +51,7 @@ def gluon_step(mx, batch, hybrid=False):
         trainer.step(batch)
         last["loss"] = loss
 
-    mlp.hybridize_and_settle(net, loss_fn, step, hybrid)
+    mlp.hybridize_and_settle(net, loss_fn, step, hybrid, static_alloc)
     return step, mx.nd.waitall, lambda: float(last["loss"].mean().asscalar())
 
 
@@ -161,7 +162,8 @@ def build(name, batch):
     if name.startswith("mixnet"):
         sys.path.insert(0, mlp._mixnet_root(name))
         import mixnet as mx
-        return gluon_step(mx, batch, hybrid=name == "mixnet-hybrid")
+        return gluon_step(mx, batch, hybrid=name.startswith("mixnet-hybrid"),
+                          static_alloc=name == "mixnet-hybrid-static")
     if name in ("mxnet", "mxnet-hybrid"):
         import mxnet as mx
         return gluon_step(mx, batch, hybrid=name == "mxnet-hybrid")

@@ -10,6 +10,11 @@ blocks and whole-batch GEMMs in all six kernels (conv2 forward 9.6 ms against 11
 gradient 3.1 against 4.5 and 4.5). The temporaries live in per-thread workspaces (`_fastpath.workspace`: no page
 faults), and the forward's NCHW transpose adds the bias in the same pass. 1-D convolutions and pooling run as 2-D
 with a unit height.
+
+Each function takes `dest`: an out= buffer (writes_out: a planned buffer under static_alloc, or a parameter's
+gradient buffer) that `nn_conv` has checked is C-contiguous, of the result's shape and dtype and apart from the
+inputs; the result is written straight into it (the transposing pass, col2im, the weight-gradient GEMM or its
+transpose, the pooling loop) instead of into a fresh array. Without one the functions allocate the result.
 """
 import numpy as np
 
@@ -72,19 +77,28 @@ def _gemm_into(a, b, out):
 _F_LAST_MIN_K = 64
 
 
-def conv_forward_fast(nk, x, w, bias, out, kernel, stride, dilate, pad, group):
+def _result(dest, shape, dtype):
+    return np.empty(shape, dtype=dtype) if dest is None else dest
+
+
+def conv_forward_fast(nk, x, w, bias, out, kernel, stride, dilate, pad, group, dest=None):
     (n, c), f = x.shape[:2], w.shape[0]
     fg = f // group
     geo = _Blocked(n, c, x.shape[2:], out, kernel, stride, dilate, pad, group)
     x4 = np.ascontiguousarray(x).reshape((n, c) + geo.spatial)
     wm = w.reshape(group, fg, -1)
     f_last = wm.shape[2] >= _F_LAST_MIN_K
-    res = np.empty((n, f) + tuple(out), dtype=x.dtype)
+    res = _result(dest, (n, f) + tuple(out), x.dtype)
     res4 = res.reshape(n, group, fg, geo.npos)
     b = None if bias is None else bias.astype(x.dtype, copy=False).reshape(group, fg, 1)
     for n0, n1 in geo.blocks:
         m = n1 - n0
         cols = geo.im2col(nk, x4, n0, n1)                                      # g, Cg*K, M*P
+        if m == 1 and not f_last:                 # one sample: the GEMM's (g, Fg, P) is the result's layout
+            _gemm_into(wm, cols, res4[n0])
+            if b is not None:
+                res4[n0] += b
+            continue
         if f_last:
             y = _fastpath.workspace("gemm", (group, m * geo.npos, fg), x.dtype)
             _gemm_into(cols.transpose(0, 2, 1), wm.transpose(0, 2, 1), y)     # g, M*P, Fg
@@ -100,13 +114,13 @@ def conv_forward_fast(nk, x, w, bias, out, kernel, stride, dilate, pad, group):
     return res
 
 
-def conv_data_grad_fast(nk, g, w, shape, kernel, stride, dilate, pad, group):
+def conv_data_grad_fast(nk, g, w, shape, kernel, stride, dilate, pad, group, dest=None):
     n, f = g.shape[:2]
     c = w.shape[1] * group
     geo = _Blocked(n, c, shape, g.shape[2:], kernel, stride, dilate, pad, group)
     g3 = g.reshape(n, f, geo.npos)
     wt = w.reshape(group, f // group, -1).transpose(0, 2, 1)                  # g, Cg*K, Fg
-    res = np.empty((n, c) + tuple(shape), dtype=g.dtype)
+    res = _result(dest, (n, c) + tuple(shape), g.dtype)                        # col2im overwrites every sample
     res4 = res.reshape((n, c) + geo.spatial)
     k, s, d, p = geo.k, geo.s, geo.d, geo.p
     for n0, n1 in geo.blocks:
@@ -117,16 +131,18 @@ def conv_data_grad_fast(nk, g, w, shape, kernel, stride, dilate, pad, group):
     return res
 
 
-def conv_weight_grad_fast(nk, x, g, kernel, stride, dilate, pad, group):
+def conv_weight_grad_fast(nk, x, g, kernel, stride, dilate, pad, group, dest=None):
+    """The weight gradient; the F-last orientation sums the blocks' GEMMs in a workspace and writes the result
+    once, transposed, into dest; the other sums straight into dest."""
     (n, c), f = x.shape[:2], g.shape[1]
     fg, cgk = f // group, (c // group) * int(np.prod(kernel))
     geo = _Blocked(n, c, x.shape[2:], g.shape[2:], kernel, stride, dilate, pad, group)
     x4 = np.ascontiguousarray(x).reshape((n, c) + geo.spatial)
     g3 = g.reshape(n, f, geo.npos)
     f_last = cgk >= _F_LAST_MIN_K
-    shape = (group, cgk, fg) if f_last else (group, fg, cgk)
-    acc = _fastpath.workspace("dw", shape, x.dtype) if f_last else np.empty(shape, dtype=x.dtype)
-    part = _fastpath.workspace("dw-part", shape, x.dtype) if len(geo.blocks) > 1 else None
+    res = _result(dest, (f, c // group) + tuple(kernel), x.dtype)
+    acc = _fastpath.workspace("dw", (group, cgk, fg), x.dtype) if f_last else res.reshape(group, fg, cgk)
+    part = _fastpath.workspace("dw-part", acc.shape, x.dtype) if len(geo.blocks) > 1 else None
     if not geo.blocks:                                                         # an empty batch
         acc[...] = 0
     for n0, n1 in geo.blocks:
@@ -138,19 +154,18 @@ def conv_weight_grad_fast(nk, x, g, kernel, stride, dilate, pad, group):
         else:
             acc += _gemm_into(a, b, part)
     if f_last:
-        dw = np.empty((group, fg, cgk), dtype=x.dtype)
-        np.copyto(dw, acc.transpose(0, 2, 1))
-        acc = dw
-    return acc.reshape((f, c // group) + kernel)
+        np.copyto(res.reshape(group, fg, cgk), acc.transpose(0, 2, 1))
+    return res
 
 
-def max_pool_backward_fast(nk, x, g, kernel, stride, pad, out):
+def max_pool_backward_fast(nk, x, g, kernel, stride, pad, out, dest=None):
     """The gradient g of max pooling x with the Numba loop (1-D as 2-D with unit height): one pass over x with
     the generic path's rules (first maximum in row-major order, NaN wins, padding never gets a gradient), instead
-    of one mask per kernel offset. (A Numba forward measured no faster than the running np.maximum.)"""
+    of one mask per kernel offset, overwriting every element of the result. (A Numba forward measured no faster
+    than the running np.maximum.)"""
     spatial, k, s, _, p = _as_2d(x.shape[2:], kernel, stride, (1,) * len(kernel), pad)
     x4 = np.ascontiguousarray(x).reshape(x.shape[:2] + spatial)
     g4 = np.ascontiguousarray(g).reshape(x.shape[:2] + _unit_height(out))
-    res = np.empty(x.shape, dtype=x.dtype)
+    res = _result(dest, x.shape, x.dtype)
     nk.max_pool_backward(g4, x4, k[0], k[1], s[0], s[1], p[0], p[1], x.dtype.type(-np.inf), res.reshape(x4.shape))
     return res

@@ -85,12 +85,44 @@ def _grad_cols(xp, g, group):
     return xp.ascontiguousarray(g.reshape(n, f, p).transpose(1, 0, 2)).reshape(group, f // group, n * p)
 
 
-def _gemm(xp, a, b):
-    """Grouped a @ b for (group, m, k) @ (group, k, n): one 2-D GEMM per group. numpy's batched matmul does not
-    hand transposed operands to BLAS (it was 10x slower here), 2-D matmul does."""
-    if a.shape[0] == 1:
-        return xp.matmul(a[0], b[0])[None]
-    return xp.stack([xp.matmul(a[i], b[i]) for i in range(a.shape[0])])
+def _gemm(xp, a, b, out=None):
+    """Grouped a @ b for (group, m, k) @ (group, k, n), written into out (group, m, n) when given: one 2-D GEMM per
+    group. numpy's batched matmul does not hand transposed operands to BLAS (it was 10x slower here), 2-D matmul
+    does."""
+    if out is None:
+        out = xp.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=np.result_type(a.dtype, b.dtype))
+    for i in range(a.shape[0]):
+        xp.matmul(a[i], b[i], out=out[i])
+    return out
+
+
+def _writable(xp, buf, shape, dtype, *inputs):
+    """buf when a kernel can write its result straight into it: an out= buffer (writes_out) that is C-contiguous
+    (the kernels write through reshaped views of it), of the result's shape and dtype, and apart from the inputs
+    (they are read while it is written); else None, and the kernel's fresh result is copied into buf (`into`)."""
+    if (buf is None or tuple(buf.shape) != tuple(shape) or buf.dtype != dtype or not buf.flags.c_contiguous
+            or any(a is not None and xp.may_share_memory(buf, a) for a in inputs)):
+        return None
+    return buf
+
+
+def _scatter_slices(kidx, dilate, out, stride, pad, shape):
+    """(source, target) slices for adding the values of kernel offset kidx at the output positions (*out) back
+    into an input of spatial `shape`: only the positions t with 0 <= t*s - p + k*d < L, so no padded buffer is
+    needed; None when no position of that offset lands inside the input."""
+    src, dst = [], []
+    for k, d, o, s, p, L in zip(kidx, dilate, out, stride, pad, shape):
+        a = k * d - p
+        lo = -(a // s) if a < 0 else 0                  # the first t with a + t*s >= 0
+        hi = min(o, (L - 1 - a) // s + 1) if a <= L - 1 else 0
+        if hi <= lo:
+            return None
+        src.append(slice(lo, hi))
+        dst.append(slice(a + lo * s, a + (hi - 1) * s + 1, s))
+    return tuple(src), tuple(dst)
+
+
+_GEMM_COLUMNS = 4096        # output positions per forward GEMM of the generic path (as _conv_fast's blocks)
 
 
 def _check_group(c, f, group, what):
@@ -98,8 +130,10 @@ def _check_group(c, f, group, what):
         raise ValueError(f"{what}: channels ({c}) and num_filter ({f}) must be divisible by num_group ({group})")
 
 
-def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None, bias=None):
-    """Convolution of x (N, C, *spatial) with w (F, C/group, *kernel), plus bias (F,) when given."""
+def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None, bias=None, dest=None):
+    """Convolution of x (N, C, *spatial) with w (F, C/group, *kernel), plus bias (F,) when given; out is the
+    output's spatial size (computed when empty). The result is written into dest when it can take it
+    (`_writable`), else into a fresh array."""
     kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
     nd = len(kernel)
     if x.ndim != nd + 2:
@@ -118,21 +152,38 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None, bias=No
                          f"with pad {pad}")
     if bias is not None:
         _check_bias(bias, f)
+    out = tuple(out)
+    dtype = np.result_type(x.dtype, w.dtype)
+    dest = _writable(xp, dest, (n, f) + out, dtype, x, w, bias) if dtype == x.dtype else None
     nk = _fastpath.numba_kernels(xp, x, w) if nd < 3 else None
     if nk is not None:
-        return conv_forward_fast(nk, x, w, bias, out, kernel, stride, dilate, pad, group)
+        return conv_forward_fast(nk, x, w, bias, out, kernel, stride, dilate, pad, group, dest)
     cols = _im2col(xp, x, out, kernel, stride, dilate, pad, group)      # g, Cg*K, N*P
-    wm = w.reshape(group, f // group, -1)                                # g, Fg, Cg*K
-    y = _gemm(xp, wm, cols).reshape((f, n) + tuple(out))                # F, N, *O
-    perm = (1, 0) + tuple(range(2, 2 + nd))
-    y = xp.ascontiguousarray(y.transpose(perm)).astype(x.dtype, copy=False)
-    if bias is not None:
-        y += bias.reshape(_bias_shape(f, nd)).astype(y.dtype, copy=False)
-    return y
+    fg, npos = f // group, int(np.prod(out))
+    wm = w.reshape(group, fg, -1)                                        # g, Fg, Cg*K
+    y = xp.empty((n, f) + out, dtype=dtype) if dest is None else dest
+    y4 = y.reshape(n, group, fg, npos)
+    b = None if bias is None else bias.astype(dtype, copy=False).reshape(group, fg, 1)
+    # The GEMM's (g, Fg, M*P) is not the NCHW layout: it runs on chunks of M samples into one chunk-sized
+    # temporary, each chunk transposed into the result (+ bias) while in cache. A GEMM per sample, straight into
+    # the result, measured up to 2x slower on LeNet's conv2 (Fg x Cg*K x P = 50 x 500 x 64).
+    step = max(1, min(n, -(-_GEMM_COLUMNS // max(npos, 1))))
+    tmp = xp.empty(group * fg * step * npos, dtype=dtype)
+    for n0 in range(0, n, step):
+        m = min(n, n0 + step) - n0
+        part = tmp[:group * fg * m * npos].reshape(group, fg, m * npos)     # contiguous, for BLAS
+        _gemm(xp, wm, cols[:, :, n0 * npos:(n0 + m) * npos], part)
+        part4 = part.reshape(group, fg, m, npos).transpose(2, 0, 1, 3)    # M, g, Fg, P view
+        if b is None:
+            xp.copyto(y4[n0:n0 + m], part4)
+        else:
+            xp.add(part4, b, out=y4[n0:n0 + m])
+    return y.astype(x.dtype, copy=False)
 
 
-def conv_data_grad(xp, g, w, shape, kernel, stride, dilate, pad, group):
-    """Transposed convolution: the gradient of conv w.r.t. data of spatial size `shape`."""
+def conv_data_grad(xp, g, w, shape, kernel, stride, dilate, pad, group, dest=None):
+    """Transposed convolution: the gradient of conv w.r.t. data of spatial size `shape`, written into dest when
+    it can take it (`_writable`)."""
     kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
     nd = len(kernel)
     if g.ndim != nd + 2:
@@ -143,37 +194,47 @@ def conv_data_grad(xp, g, w, shape, kernel, stride, dilate, pad, group):
         raise ValueError(f"weight shape {w.shape} does not match ({f}, num_filter / num_group, *{kernel})")
     if f % group:
         raise ValueError(f"input channels ({f}) must be divisible by num_group ({group})")
-    nk = _fastpath.numba_kernels(xp, g, w) if nd < 3 else None
-    if nk is not None:
-        return conv_data_grad_fast(nk, g, w, tuple(shape), kernel, stride, dilate, pad, group)
+    shape = tuple(shape)
     cg = w.shape[1]
     c = cg * group
+    dtype = np.result_type(g.dtype, w.dtype)
+    dest = _writable(xp, dest, (n, c) + shape, dtype, g, w) if dtype == g.dtype else None
+    nk = _fastpath.numba_kernels(xp, g, w) if nd < 3 else None
+    if nk is not None:
+        return conv_data_grad_fast(nk, g, w, shape, kernel, stride, dilate, pad, group, dest)
     gm = _grad_cols(xp, g, group)                                        # g, Fg, N*P
     wm = w.reshape(group, f // group, cg * int(np.prod(kernel)))
     cols = _gemm(xp, wm.transpose(0, 2, 1), gm)                          # g, Cg*K, N*P
     cols = cols.reshape((c,) + kernel + (n,) + tuple(out))               # C, *K, N, *O
-    padded = [max((o - 1) * s + d * (k - 1) + 1, L + p) for o, s, d, k, L, p in
-              zip(out, stride, dilate, kernel, shape, pad)]
-    buf = xp.zeros((c, n) + tuple(padded), dtype=cols.dtype)            # C, N, *padded (col2im)
+    res = xp.zeros((n, c) + shape, dtype=dtype) if dest is None else dest
+    if dest is not None:
+        res[...] = 0
+    res_cn = res.transpose((1, 0) + tuple(range(2, 2 + nd)))             # col2im, each offset added in place
     for kidx in itertools.product(*(range(k) for k in kernel)):
-        sl = tuple(slice(ki * d, ki * d + (o - 1) * s + 1, s) for ki, d, o, s in zip(kidx, dilate, out, stride))
-        buf[(slice(None), slice(None)) + sl] += cols[(slice(None),) + kidx]
-    crop = tuple(slice(p, p + L) for p, L in zip(pad, shape))
-    perm = (1, 0) + tuple(range(2, 2 + nd))
-    return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop].transpose(perm)).astype(g.dtype, copy=False)
+        sl = _scatter_slices(kidx, dilate, out, stride, pad, shape)
+        if sl is not None:
+            res_cn[(slice(None), slice(None)) + sl[1]] += cols[(slice(None),) + kidx + (slice(None),) + sl[0]]
+    return res.astype(g.dtype, copy=False)
 
 
-def conv_weight_grad(xp, x, g, kernel, stride, dilate, pad, group):
+def conv_weight_grad(xp, x, g, kernel, stride, dilate, pad, group, dest=None):
+    """The gradient of conv w.r.t. the weight, written into dest when it can take it (`_writable`): under
+    hybridize that is the parameter's gradient buffer, which the GEMMs then write directly."""
     kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
     n, c = x.shape[:2]
     f = g.shape[1]
     _check_group(c, f, group, "Convolution")
     out = g.shape[2:]
+    dtype = np.result_type(x.dtype, g.dtype)
+    dest = _writable(xp, dest, (f, c // group) + kernel, dtype, x, g) if dtype == x.dtype else None
     nk = _fastpath.numba_kernels(xp, x, g) if len(kernel) < 3 else None
     if nk is not None:
-        return conv_weight_grad_fast(nk, x, g, kernel, stride, dilate, pad, group)
+        return conv_weight_grad_fast(nk, x, g, kernel, stride, dilate, pad, group, dest)
     cols = _im2col(xp, x, out, kernel, stride, dilate, pad, group)      # g, Cg*K, N*P
     gm = _grad_cols(xp, g, group)                                        # g, Fg, N*P
+    if dest is not None:
+        _gemm(xp, gm, cols.transpose(0, 2, 1), dest.reshape(group, f // group, -1))
+        return dest
     dw = _gemm(xp, gm, cols.transpose(0, 2, 1))                          # g, Fg, Cg*K
     return dw.reshape((f, c // group) + kernel).astype(x.dtype, copy=False)
 
@@ -186,18 +247,19 @@ def _geo(attrs):
     return {k: attrs[k] for k in ("kernel", "stride", "dilate", "pad", "num_group")}
 
 
-# The convolution kernels take out= (writes_out) by copying their result into the given buffer: the im2col and
-# Numba paths build their results in their own workspaces.
+# The convolution kernels write their result straight into an out= buffer (writes_out) that can take it; `into`
+# copies only when it cannot (another dtype, not C-contiguous, overlapping an input).
 def _k_conv(xp, data, weight, kernel, stride, dilate, pad, num_group, out_size, out=None):
-    return into(xp, out, conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, out_size))
+    return into(xp, out, conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, out_size,
+                                      dest=out))
 
 
 def _k_conv_dgrad(xp, grad, weight, kernel, stride, dilate, pad, num_group, shape, out=None):
-    return into(xp, out, conv_data_grad(xp, grad, weight, shape, kernel, stride, dilate, pad, num_group))
+    return into(xp, out, conv_data_grad(xp, grad, weight, shape, kernel, stride, dilate, pad, num_group, out))
 
 
 def _k_conv_wgrad(xp, data, grad, kernel, stride, dilate, pad, num_group, out=None):
-    return into(xp, out, conv_weight_grad(xp, data, grad, kernel, stride, dilate, pad, num_group))
+    return into(xp, out, conv_weight_grad(xp, data, grad, kernel, stride, dilate, pad, num_group, out))
 
 
 def _g_conv(c, g):
@@ -325,7 +387,8 @@ def _k_convolution(xp, data, weight, bias=None, *, kernel, stride, dilate, pad, 
     _check_layout(layout, len(kernel))
     if weight.shape[0:1] != (num_filter,):
         raise ValueError(f"weight shape {weight.shape} does not match num_filter={num_filter}")
-    return into(xp, out, conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, bias=bias))
+    return into(xp, out, conv_forward(xp, data, weight, kernel, stride, dilate, pad, num_group, bias=bias,
+                                      dest=out))
 
 
 def _in_graph(x):
@@ -408,7 +471,7 @@ def _deconv_geometry(shape_in, kernel, stride, dilate, pad, adj, target_shape):
 
 
 def _k_deconvolution(xp, data, weight, bias=None, *, kernel, stride, dilate, pad, adj, target_shape, num_filter,
-                     num_group, workspace, no_bias, cudnn_tune, cudnn_off, layout):
+                     num_group, workspace, no_bias, cudnn_tune, cudnn_off, layout, out=None):
     nd = len(kernel)
     _check_layout(layout, nd)
     if data.ndim != nd + 2:
@@ -421,12 +484,15 @@ def _k_deconvolution(xp, data, weight, bias=None, *, kernel, stride, dilate, pad
     if tuple(weight.shape) != want:
         raise ValueError(f"weight shape {weight.shape} does not match {want} "
                          "(in_channels, num_filter / num_group, *kernel)")
-    out, front = _deconv_geometry(data.shape[2:], kernel, stride, dilate, pad, adj, target_shape)
-    y = conv_data_grad(xp, data, weight, out, kernel, stride, dilate, front, num_group)
+    size, front = _deconv_geometry(data.shape[2:], kernel, stride, dilate, pad, adj, target_shape)
     if bias is not None:
         _check_bias(bias, num_filter)
-        y += bias.reshape(_bias_shape(num_filter, nd)).astype(y.dtype, copy=False)
-    return y
+    # the transposed convolution writes into out= directly, unless out holds the bias it adds afterwards
+    dest = None if out is None or (bias is not None and xp.may_share_memory(out, bias)) else out
+    y = conv_data_grad(xp, data, weight, size, kernel, stride, dilate, front, num_group, dest)
+    if bias is not None:
+        y += bias.reshape(_bias_shape(num_filter, nd)).astype(y.dtype, copy=False)      # y is fresh or out
+    return into(xp, out, y)
 
 
 def _deconv_geo(c, data_shape):
@@ -462,7 +528,7 @@ def _ref_deconvolution(x, w, b=None, **a):
 
 
 register(OpDef(
-    name="Deconvolution", kernel=_k_deconvolution, inputs=_deconv_inputs, grad=_g_deconvolution,
+    name="Deconvolution", kernel=_k_deconvolution, inputs=_deconv_inputs, grad=_g_deconvolution, writes_out=True,
     attrs={"kernel": Attr(parse_shape, REQUIRED), "stride": Attr(parse_shape, ()), "dilate": Attr(parse_shape, ()),
            "pad": Attr(parse_shape, ()), "adj": Attr(parse_shape, ()), "target_shape": Attr(parse_shape, ()),
            "num_filter": Attr(parse_int, REQUIRED), "num_group": Attr(parse_int, 1),
@@ -692,16 +758,21 @@ def _k_pooling(xp, data, out=None, **a):
     return into(xp, out, _pool_forward(xp, data, out_buf=out, **a))
 
 
-def _scatter_windows(xp, vals, shape, kernel, stride, pad, out):
-    """Adjoint of _windows: vals (N, C, *out, *kernel) summed back into an array of spatial `shape`."""
+def _scatter_windows(xp, vals, shape, kernel, stride, pad, out, dest=None):
+    """Adjoint of _windows: vals (N, C, *out, *kernel) summed back into an array of spatial `shape` (dest when it
+    can take it, `_writable`), each kernel offset added in place."""
     n, c = vals.shape[:2]
-    padded = [max((o - 1) * s + k, L + p) for o, s, k, L, p in zip(out, stride, kernel, shape, pad)]
-    buf = xp.zeros((n, c) + tuple(padded), dtype=vals.dtype)
+    shape = tuple(shape)
+    dest = _writable(xp, dest, (n, c) + shape, vals.dtype, vals)
+    res = xp.zeros((n, c) + shape, dtype=vals.dtype) if dest is None else dest
+    if dest is not None:
+        res[...] = 0
+    every = (slice(None), slice(None))
     for kidx in itertools.product(*(range(k) for k in kernel)):
-        sl = tuple(slice(ki, ki + (o - 1) * s + 1, s) for ki, o, s in zip(kidx, out, stride))
-        buf[(slice(None), slice(None)) + sl] += vals[(Ellipsis,) + kidx]
-    crop = tuple(slice(p, p + L) for p, L in zip(pad, shape))
-    return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop])
+        sl = _scatter_slices(kidx, (1,) * len(kidx), out, stride, pad, shape)
+        if sl is not None:
+            res[every + sl[1]] += vals[every + sl[0] + kidx]
+    return res
 
 
 _MAX_LOOP = 32      # windows up to this size are scanned offset by offset; larger ones use reductions
@@ -767,45 +838,45 @@ def _pool_attrs(c, **over):
 
 
 def _k_pool_max_bwd(xp, grad, data, out=None, **a):
-    """out=: the given buffer (writes_out) takes the result; the exact-tiling path scatters straight into it."""
-    if out is None:
-        return _pool_max_bwd(xp, grad, data, None, **a)
+    """out=: the given buffer (writes_out) takes the result directly when it can (`_writable`)."""
     return into(xp, out, _pool_max_bwd(xp, grad, data, out, **a))
 
 
-def _pool_max_bwd(xp, grad, data, out_buf, **a):
+def _pool_max_bwd(xp, grad, data, dest, **a):
     a.pop("cudnn_off")
     kernel, stride, pad, out = _pool_setup(data, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
                                            a["stride"], a["pad"], a["layout"])
+    shape, dtype = tuple(data.shape), np.result_type(data.dtype, grad.dtype)
     nk = _fastpath.numba_kernels(xp, grad, data) if len(kernel) < 3 else None
     if nk is not None and grad.shape == data.shape[:2] + tuple(out):
-        return max_pool_backward_fast(nk, data, grad, kernel, stride, pad, out)
+        return max_pool_backward_fast(nk, data, grad, kernel, stride, pad, out,
+                                      _writable(xp, dest, shape, dtype, grad, data))
     hits = _max_hits(xp, data, kernel, stride, pad, out)
     nd = len(kernel)
     if hits is None:
         onehot = _max_onehot(xp, data, kernel, stride, pad, out)
         vals = onehot * grad.reshape(grad.shape + (1,) * nd)
-        return _scatter_windows(xp, vals, data.shape[2:], kernel, stride, pad, out)
-    shape, n, c = data.shape[2:], data.shape[0], data.shape[1]
-    dtype = np.result_type(data.dtype, grad.dtype)
-    padded = [max((o - 1) * s + k, L + p) for o, s, k, L, p in zip(out, stride, kernel, shape, pad)]
+        return _scatter_windows(xp, vals, data.shape[2:], kernel, stride, pad, out, dest)
+    dest = _writable(xp, dest, shape, dtype, grad, data)
     # windows that tile the input exactly (the usual 2x2 / stride 2) write every element once: no zero-fill
-    tiles = all(s == k and p == 0 and o * s == L for o, s, k, L, p in zip(out, stride, kernel, shape, pad))
-    if tiles and out_buf is not None and out_buf.dtype == dtype and tuple(out_buf.shape) == (n, c) + tuple(padded):
-        buf = out_buf
+    tiles = all(s == k and p == 0 and o * s == L for o, s, k, L, p in zip(out, stride, kernel, shape[2:], pad))
+    if dest is None:
+        res = (xp.empty if tiles else xp.zeros)(shape, dtype=dtype)
     else:
-        buf = (xp.empty if tiles else xp.zeros)((n, c) + tuple(padded), dtype=dtype)
+        res = dest
+        if not tiles:
+            res[...] = 0
+    every = (slice(None), slice(None))
     for kidx, hit in hits:
-        sl = (slice(None), slice(None)) + tuple(slice(ki, ki + (o - 1) * s + 1, s)
-                                                for ki, o, s in zip(kidx, out, stride))
         if tiles:
-            xp.multiply(grad, hit, out=buf[sl])
-        else:
-            buf[sl] += grad * hit
-    if tuple(padded) == tuple(shape):
-        return buf
-    crop = tuple(slice(p, p + L) for p, L in zip(pad, shape))
-    return xp.ascontiguousarray(buf[(slice(None), slice(None)) + crop])
+            sl = tuple(slice(ki, None, s) for ki, s in zip(kidx, stride))
+            xp.multiply(grad, hit, out=res[every + sl])
+            continue
+        sl = _scatter_slices(kidx, (1,) * nd, out, stride, pad, shape[2:])
+        if sl is not None:
+            src = every + sl[0]
+            res[every + sl[1]] += grad[src] * hit[src]
+    return res
 
 
 def _k_pool_max_gather(xp, head, data, out=None, **a):
@@ -834,10 +905,10 @@ def _pool_max_gather(xp, head, data, **a):
 
 
 def _k_pool_lin_bwd(xp, grad, shape, out=None, **a):
-    return into(xp, out, _pool_lin_bwd(xp, grad, shape, **a))
+    return into(xp, out, _pool_lin_bwd(xp, grad, shape, out, **a))
 
 
-def _pool_lin_bwd(xp, grad, shape, **a):
+def _pool_lin_bwd(xp, grad, shape, dest, **a):
     """Adjoint of avg/sum pooling of an input with spatial size `shape`."""
     a.pop("cudnn_off")
     fake = np.broadcast_to(np.zeros((), dtype=grad.dtype), grad.shape[:2] + tuple(shape))
@@ -851,7 +922,7 @@ def _pool_lin_bwd(xp, grad, shape, **a):
         include = True if a["count_include_pad"] is None else a["count_include_pad"]
         g = g / _pool_count(xp, tuple(shape), kernel, stride, pad, out, include, grad.dtype)
     vals = xp.broadcast_to(g.reshape(g.shape + (1,) * nd), g.shape + tuple(kernel))
-    return _scatter_windows(xp, vals, tuple(shape), kernel, stride, pad, out).astype(grad.dtype, copy=False)
+    return _scatter_windows(xp, vals, tuple(shape), kernel, stride, pad, out, dest).astype(grad.dtype, copy=False)
 
 
 def _g_pooling(c, g):
