@@ -4,6 +4,9 @@ MIXNET_DEBUG_ERRORS=1   keep the underlying numpy/cupy exception chained under m
                         (by default the OpError alone is shown: it names the op, shapes, dtypes and your line).
 MIXNET_FUSE=0           hybridized graphs run without elementwise fusion (the debug switch; results are within the
                         fused kernels' stated ulp bounds of each other).
+MIXNET_FUSE_REDUCE=0    an elementwise group read only by a sum, mean or _sum_to over all, leading or trailing axes
+                        is not fused with it (by default the kernel adds its values into the reduced result
+                        instead of writing them; symbol/fuse.py). Results agree within float rounding.
 MIXNET_INPLACE=0        compiled graphs never write an elementwise result over an input that dies with it (the
                         debug switch for in-place reuse; results are identical either way).
 MIXNET_LOG_COMPILES=1   print every hybridize trace: the block, how many graphs it has, and why it traced again
@@ -38,6 +41,7 @@ def _flag(name, default=False):
 
 DEBUG_ERRORS = _flag("MIXNET_DEBUG_ERRORS")
 FUSE = _flag("MIXNET_FUSE", True)
+FUSE_REDUCE = _flag("MIXNET_FUSE_REDUCE", True)
 INPLACE = _flag("MIXNET_INPLACE", True)
 EPILOGUE = _flag("MIXNET_EPILOGUE", True)
 LOG_COMPILES = _flag("MIXNET_LOG_COMPILES")

@@ -24,6 +24,12 @@ def compile_for(device, group, compile_now=True):
 
 def kernel_for(xp, kernel):
     """The kernel that runs `kernel`'s group on arrays of the module `xp` (numpy or cupy)."""
+    from .reduction import FusedReduction
+    if isinstance(kernel, FusedReduction):          # a group ending in a reduction: fused on the CPU only
+        if xp is np:
+            return kernel
+        if getattr(xp, "__name__", None) == "cupy":
+            return kernel.on_cupy()
     if xp is np:
         from .numba_cpu import Kernel, compile_kernel
         return kernel if isinstance(kernel, Kernel) else compile_kernel(kernel.group)

@@ -4,13 +4,17 @@ from graph nodes with `group_from_nodes`; tests and benchmarks write it by hand)
 A step is one node: its op name, the op's scalar template from the registry, its numeric attributes, its inputs as
 `inp(k)` (the group's k-th external input) / `step(j)` (an earlier step) references, and the user's file:line.
 `outputs` are the step indices the kernel writes out. Nothing here knows about a backend.
+
+A group may end in a `Reduction` (its one output summed, or averaged, over all, leading or trailing axes of
+C-order data; symbol/fuse.py attaches it when the reduction is the output's only reader): the kernel then
+accumulates the output into the reduced result instead of writing it (codegen/numba_reduce.py).
 """
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
-__all__ = ["Ref", "inp", "step", "Step", "Group", "group_from_nodes"]
+__all__ = ["Ref", "inp", "step", "Step", "Reduction", "Group", "group_from_nodes"]
 
 
 @dataclass(frozen=True)
@@ -38,12 +42,28 @@ class Step:
     location: Optional[str] = None            # the user's "file:line"
 
 
+@dataclass(frozen=True)
+class Reduction:
+    """What a group's single output feeds: `kind` 'sum' or 'mean'; `layout` 'trailing' (out[r] reduces row r of
+    n // out.size contiguous elements; all axes is one row) or 'leading' (out[c] reduces column c of rows of
+    out.size elements). The sizes are the kernel's run-time arguments, so one kernel serves every shape."""
+    kind: str
+    layout: str
+    op: str = ""                              # the reduction node's op name, for the comment
+    location: Optional[str] = None            # the user's "file:line"
+
+    def __post_init__(self):
+        if self.kind not in ("sum", "mean") or self.layout not in ("trailing", "leading"):
+            raise ValueError(f"unsupported reduction {self.kind!r} over {self.layout!r} axes")
+
+
 @dataclass
 class Group:
     steps: list
     outputs: list                             # step indices
     n_inputs: int
     dtype: str = "float32"
+    reduce: Optional[Reduction] = None        # the reduction the single output feeds, fused into the kernel
 
 
 def group_from_nodes(nodes, outputs, dtype="float32"):

@@ -123,8 +123,10 @@ def _needs_f32_cast(used):
     return bool(used & {"math.erf", "math.lgamma", "math.gamma", "erfinv"})
 
 
-def render_kernel(group, exact=False):
-    """The source of the kernel module for `group` (see the module docstring)."""
+def render_body(group, exact, tail):
+    """The loop body of `group`: (dtype, lines, used). Each line is one load (`a<k> = x<k>[i]`) or one node
+    (`v<j> = ...`, commented with the op and user line); `tail(body, comments)` appends what uses the results.
+    `used` names the generated-code functions the body calls (for the imports)."""
     dtype = templates.kernel_dtype(group)
     functions = _function_table(dtype, exact)
     used = set()
@@ -139,20 +141,38 @@ def render_kernel(group, exact=False):
         comments.append(f"{s.op:<14} {s.location}" if s.location else s.op)
     body = [f"a{k} = x{k}[i]" for k in loaded] + body
     comments = [None] * len(loaded) + comments
-    for o, j in enumerate(group.outputs):
-        body.append(f"out{o}[i] = v{j}")
-        comments.append(None)
+    tail(body, comments)
     width = max(len(b) for b in body) + 2
-    lines = [(b.ljust(width) + "# " + c) if c else b for b, c in zip(body, comments)]
+    return dtype, [(b.ljust(width) + "# " + c) if c else b for b, c in zip(body, comments)], used
 
-    params = ", ".join(["n"] + [f"x{k}" for k in range(group.n_inputs)] + [f"out{o}" for o in range(len(group.outputs))])
+
+def render_imports(used, dtype, exact, numba_names="njit, prange"):
+    """(import lines, mode text) for a kernel module whose body calls `used`."""
     helpers = sorted(u for u in used if "." not in u)
-    imports = ["import numpy as np", "from numba import njit, prange"]
+    imports = ["import numpy as np", f"from numba import {numba_names}"]
     if any(u.startswith("math.") for u in used):
         imports = ["import math", ""] + imports
     if helpers:
         imports.append("from mixnet.codegen.approx import " + ", ".join(helpers))
     mode = "libm transcendentals (exact)" if exact or dtype == "float64" else "approximate transcendentals (approx.py)"
+    return imports, mode
+
+
+def render_kernel(group, exact=False):
+    """The source of the kernel module for `group` (see the module docstring); a group ending in a reduction
+    renders as numba_reduce says."""
+    if group.reduce is not None:
+        from .numba_reduce import render_reduce_kernel
+        return render_reduce_kernel(group, exact)
+
+    def outputs(body, comments):
+        for o, j in enumerate(group.outputs):
+            body.append(f"out{o}[i] = v{j}")
+            comments.append(None)
+
+    dtype, lines, used = render_body(group, exact, outputs)
+    params = ", ".join(["n"] + [f"x{k}" for k in range(group.n_inputs)] + [f"out{o}" for o in range(len(group.outputs))])
+    imports, mode = render_imports(used, dtype, exact)
     header = [
         f"# mixnet fused kernel: {len(group.steps)} ops, {group.n_inputs} inputs, {len(group.outputs)} outputs, "
         f"{dtype}, {mode}.",
@@ -273,7 +293,8 @@ def signature(dtype, n_arrays):
 
 def compile_kernel(group, exact=None, parallel_threshold=None, compile_now=True):
     """Render, cache on disk, import and (unless compile_now=False) compile the serial variant of the kernel for
-    `group`; returns a Kernel. Kernels are memoized per source in this process."""
+    `group`; returns a Kernel (a numba_reduce.ReduceKernel for a group ending in a reduction). Kernels are
+    memoized per source in this process."""
     if exact is None:
         exact = os.environ.get("MIXNET_CODEGEN_EXACT", "") not in ("", "0")
     threshold = _threshold_from_env() if parallel_threshold is None else int(parallel_threshold)
@@ -282,7 +303,11 @@ def compile_kernel(group, exact=None, parallel_threshold=None, compile_now=True)
     with _kernels_lock:
         kernel = _kernels.get(key)
         if kernel is None:
-            kernel = Kernel(group, source, threshold)
+            if group.reduce is None:
+                kernel = Kernel(group, source, threshold)
+            else:
+                from .numba_reduce import ReduceKernel
+                kernel = ReduceKernel(group, source, threshold)
             if os.environ.get("MIXNET_SHOW_CODE", "") not in ("", "0"):
                 print(f"# ---- mixnet kernel {kernel.path}\n{source}", file=sys.stderr)
             _kernels[key] = kernel

@@ -271,7 +271,8 @@ def _fused_elemwise(xp, *arrays, kernel, num_outputs, out=None):
 
 
 def _infer_fused(shapes, dtypes, kernel, num_outputs):
-    shape = tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    # a group fused with the sum/mean it feeds (codegen/reduction.py) knows its reduced shape
+    shape = getattr(kernel, "out_shape", None) or tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
     return [shape] * num_outputs, [np.dtype(kernel.dtype)] * num_outputs
 
 
