@@ -101,6 +101,30 @@ def test_softmax_fast_path_nan_inf_rows(dtype):
             np.testing.assert_allclose(fast[0], slow[0], rtol=1e-6, atol=1e-30)
 
 
+@settings(max_examples=20, deadline=None)
+@given(d=st.integers(1, 40), dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2 ** 16),
+       specials=st.lists(st.tuples(st.integers(0, 39), st.sampled_from([np.nan, np.inf, -np.inf])), max_size=3),
+       temp=st.sampled_from([None, 0.7]), spread=st.sampled_from([4.0, 400.0]))
+def test_softmax_long_rows_with_specials(d, dtype, seed, specials, temp, spread):
+    """Rows longer than the loops' unrolling (the row maximum runs eight lanes, the sums SIMD partial sums), with
+    NaN / inf anywhere: fast path vs generic, forward and backward. With spread 400, exp overflows (float32 and
+    float64) unless the row maximum is exact."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((3, d)) * spread).astype(dtype)
+    for pos, value in specials:
+        x[pos % 3, pos % d] = value
+    g = rng.standard_normal((3, d)).astype(dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for kind in ("softmax", "log_softmax", "softmin"):
+            fast, slow = _both(lambda: _kernel(kind, x, temperature=temp))
+            np.testing.assert_array_equal(np.isnan(fast[0]), np.isnan(slow[0]))
+            _close(fast, slow, dtype)
+            y = np.where(np.isfinite(slow[0]), slow[0], 0).astype(dtype)
+            bwd = "_log_softmax_bwd" if kind == "log_softmax" else "_softmax_bwd"
+            extra = {"softmin": True} if kind == "softmin" else {}
+            _close(*_both(lambda: _kernel(bwd, y, g, temperature=temp, **extra)), dtype)
+
+
 @settings(max_examples=12, deadline=None)
 @given(sa=shapes_axes, dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2 ** 16))
 def test_layernorm_fast_equals_generic(sa, dtype, seed):
