@@ -125,6 +125,22 @@ def test_softmax_long_rows_with_specials(d, dtype, seed, specials, temp, spread)
             _close(*_both(lambda: _kernel(bwd, y, g, temperature=temp, **extra)), dtype)
 
 
+@pytest.mark.parametrize("shape", [(300, 9), (5, 1000), (2, 2500)])
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax", "softmin"])
+def test_softmax_row_blocks(shape, kind):
+    """The softmax loops work on blocks of rows (many short rows, a few, one long row per block): fast path vs
+    generic, forward and backward, with a temperature so that z is staged."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) * 5).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    for temp in (None, 0.7):
+        fast, slow = _both(lambda: _kernel(kind, x, temperature=temp))
+        _close(fast, slow, "float32")
+        bwd = "_log_softmax_bwd" if kind == "log_softmax" else "_softmax_bwd"
+        extra = {"softmin": True} if kind == "softmin" else {}
+        _close(*_both(lambda: _kernel(bwd, slow[0], g, temperature=temp, **extra)), "float32")
+
+
 @settings(max_examples=12, deadline=None)
 @given(sa=shapes_axes, dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2 ** 16))
 def test_layernorm_fast_equals_generic(sa, dtype, seed):
