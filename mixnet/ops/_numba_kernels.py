@@ -422,7 +422,9 @@ def softmax_backward(y, g, scale, log, dx):
 @njit(**_NORM_JIT)
 def layernorm_forward(x, gamma, beta, eps, out, mean, std):
     """LayerNorm over the rows of the (A, D) arrays: out = (x - mean) / std * gamma + beta, std = sqrt(var +
-    eps); mean and std (A,) are outputs too. Two-pass statistics (cancellation-free variance)."""
+    eps); mean and std (A,) are outputs too. Two-pass float64 statistics (cancellation-free variance); the
+    normalization in x's dtype with the row's mean and 1/std rounded to it (float64 steps made the loop 1.7x
+    slower on float32 rows)."""
     a_, d_ = x.shape
     for a in range(a_):
         xr, orow = x[a], out[a]
@@ -430,9 +432,10 @@ def layernorm_forward(x, gamma, beta, eps, out, mean, std):
         sd = np.sqrt(_sum_sq_dev(xr, mu) / d_ + eps)
         mean[a] = mu
         std[a] = sd
-        r = 1.0 / sd
+        m = _narrow(mu, xr)
+        r = _narrow(1.0 / sd, xr)
         for i in range(d_):
-            orow[i] = (xr[i] - mu) * r * gamma[i] + beta[i]
+            orow[i] = (xr[i] - m) * r * gamma[i] + beta[i]
 
 
 @njit(**_NORM_JIT)
@@ -440,22 +443,25 @@ def layernorm_backward(x, g, gamma, gmean, gstd, eps, dx, dgamma, dbeta):
     """The gradient of LayerNorm over the rows of (A, D) arrays in one call: the statistics are recomputed from
     x; gmean, gstd (A,) are the gradients arriving at the mean and std outputs. With xhat = (x - mean) / std and
     dxhat = g * gamma: dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / std + gmean / D + gstd * xhat / D;
-    dgamma = sum over rows of g * xhat, dbeta = sum of g (accumulated in float64 per column)."""
+    dgamma = sum over rows of g * xhat, dbeta = sum of g (accumulated in float64 per column). The row
+    statistics and sums are float64; dx and xhat are computed in x's dtype from the row constants rounded to it."""
     a_, d_ = x.shape
     accg = np.zeros(d_)
     accb = np.zeros(d_)
     for a in range(a_):
         xr, gr, dr = x[a], g[a], dx[a]
         mu = _sum(xr) / d_
-        r = 1.0 / np.sqrt(_sum_sq_dev(xr, mu) / d_ + eps)
+        r64 = 1.0 / np.sqrt(_sum_sq_dev(xr, mu) / d_ + eps)
         s, q = _ln_row_sums(xr, gr, gamma, mu)
-        c1 = s / d_
-        c2 = q * r / d_
-        cm = gmean[a] / d_
-        cs = gstd[a] / d_
+        c1 = _narrow(s / d_, xr)
+        c2 = _narrow(q * r64 / d_, xr)
+        cm = _narrow(gmean[a] / d_, xr)
+        cs = _narrow(gstd[a] / d_, xr)
+        m = _narrow(mu, xr)
+        r = _narrow(r64, xr)
         for i in range(d_):
             gi = gr[i]
-            xh = (xr[i] - mu) * r
+            xh = (xr[i] - m) * r
             dr[i] = (gi * gamma[i] - c1 - xh * c2) * r + cm + cs * xh
             accg[i] += gi * xh
             accb[i] += gi
