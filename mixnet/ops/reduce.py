@@ -84,12 +84,8 @@ def unreduce(g, x_shape, axes, keepdims):
         return g if tuple(g.shape) == tuple(x_shape) else call("Reshape", g, shape=tuple(x_shape))
     if keepdims:
         gk = g
-    elif len(axes) == ndim:
-        gk = call("Reshape", g, shape=(1,) * ndim)
-    else:
-        gk = g
-        for a in axes:
-            gk = call("expand_dims", gk, axis=a)
+    else:                # the reduced axes back as 1s: one Reshape (a view; ~3 us, an expand_dims ~10 us per axis)
+        gk = call("Reshape", g, shape=reduced_shape(x_shape, axes, True))
     if tuple(gk.shape) == tuple(x_shape):
         return gk
     return call("broadcast_to", gk, shape=tuple(x_shape))
