@@ -1,5 +1,6 @@
 """Forward + backward of the normalizations: LayerNorm (128, 512) and (32, 128, 768), BatchNorm (64, 64, 28, 28)
-NCHW in training mode, softmax and log_softmax (128, 1000); float32.
+NCHW in training mode, softmax and log_softmax (128, 1000), and gluon's SoftmaxCrossEntropyLoss on a classifier's
+(128, 10) scores (log_softmax + pick + mean: the loss of benchmarks/mlp.py, where per-op overhead dominates); float32.
 
 Each case runs, interleaved in rounds (benchmarks/_common.py): a hand-written numpy forward + backward (the
 baseline), mixnet eager (gluon layer or nd op under autograd.record, then backward with a head gradient), mixnet
@@ -25,6 +26,7 @@ CASES = {
     "bn": ("batchnorm", (64, 64, 28, 28)),
     "softmax": ("softmax", (128, 1000)),
     "log_softmax": ("log_softmax", (128, 1000)),
+    "softmax_ce": ("softmax_ce", (128, 10)),
 }
 
 
@@ -69,12 +71,27 @@ def numpy_step(kind, shape):
             e = np.exp(x - x.max(-1, keepdims=True))
             p = e / e.sum(-1, keepdims=True)
             return p * (head - (head * p).sum(-1, keepdims=True))
-    else:
+    elif kind == "log_softmax":
         def step():
             z = x - x.max(-1, keepdims=True)
             y = z - np.log(np.exp(z).sum(-1, keepdims=True))
             return head - np.exp(y) * head.sum(-1, keepdims=True)
+    else:
+        label, rows = _labels(shape), np.arange(shape[0])
+
+        def step():                                                   # as benchmarks/mlp.py's numpy step
+            z = x - x.max(-1, keepdims=True)
+            e = np.exp(z)
+            s = e.sum(-1, keepdims=True)
+            loss = np.log(s[:, 0]) - z[rows, label]                   # noqa: F841 - the forward's output
+            dz = e / s
+            dz[rows, label] -= 1
+            return dz
     return step
+
+
+def _labels(shape):
+    return np.random.default_rng(1).integers(0, shape[-1], shape[0])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -89,6 +106,8 @@ def mixnet_step(root, kind, shape, hybrid):
         block = nn.LayerNorm(in_channels=shape[-1])
     elif kind == "batchnorm":
         block = nn.BatchNorm(in_channels=shape[1])
+    elif kind == "softmax_ce":
+        block = mx.gluon.loss.SoftmaxCrossEntropyLoss()
     else:
         class Soft(mx.gluon.HybridBlock):
             def hybrid_forward(self, F, v):
@@ -99,11 +118,15 @@ def mixnet_step(root, kind, shape, hybrid):
         block.hybridize()
     x, head = mx.nd.array(x_np), mx.nd.array(head_np)
     x.attach_grad()
+    label = mx.nd.array(_labels(shape).astype(np.float32))
 
     def step():
         with mx.autograd.record():
-            y = block(x)
-        y.backward(head)
+            y = block(x, label) if kind == "softmax_ce" else block(x)
+        if kind == "softmax_ce":
+            y.backward()                     # head gradient 1 per sample, as the numpy step
+        else:
+            y.backward(head)
         x.grad.wait_to_read()
 
     step()

@@ -198,11 +198,15 @@ def sgd_mom_update(w, g, mom, has_wd, lr_wd, lr_rescale, momentum):
 
 # ---------------------------------------------------------------------------------------------------------
 # Normalizations. Softmax and LayerNorm work on (A, D) rows (the caller moves the axis last); BatchNorm on
-# (A, C, B) with the channel axis in the middle (no copy for any axis). Reductions accumulate in float64 scalars,
-# two or four partial sums per quantity: with IEEE order (no reassociation flag) one accumulator is one serial
-# chain of 4-cycle adds, and float32 accumulation over a 3e6-element BatchNorm channel set would lose digits.
+# (A, C, B) with the channel axis in the middle (no copy for any axis). Reductions accumulate in float64.
+# The row reductions of softmax and LayerNorm are small helpers compiled with the `reassoc` flag (_ROW_JIT), which
+# lets LLVM split each sum into SIMD partial sums: under IEEE order one accumulator is a serial chain of 4-cycle
+# adds, 5x slower on a (128, 1000) softmax (the flags stay on the helpers' own instructions when they are
+# inlined, so every other step keeps IEEE order). BatchNorm's channel sums keep explicit partial sums: float32
+# accumulation over a 3e6-element channel set would lose digits, and they are memory-bound anyway.
 # Elementwise steps run in float64 too (the loops are memory-bound) and round once when stored.
 _NORM_JIT = dict(cache=True, error_model="numpy", fastmath={"contract"})
+_ROW_JIT = dict(cache=True, error_model="numpy", fastmath={"contract", "reassoc"})
 
 
 def _exp(v):
@@ -217,143 +221,266 @@ def _exp_typed(v):
     return lambda v: math.exp(v)
 
 
-@njit(**_NORM_JIT)
-def _row_mean_var(xf, base, n):
-    """(mean, biased variance) of xf[base:base + n] in float64, two passes (exact cancellation-free variance)."""
-    s0 = s1 = s2 = s3 = 0.0
-    n4 = n - n % 4
-    for i in range(0, n4, 4):
-        k = np.uintp(base + i)
-        s0 += xf[k]
-        s1 += xf[k + 1]
-        s2 += xf[k + 2]
-        s3 += xf[k + 3]
-    for i in range(n4, n):
-        s0 += xf[np.uintp(base + i)]
-    mean = (s0 + s1 + s2 + s3) / n
-    s0 = s1 = s2 = s3 = 0.0
-    for i in range(0, n4, 4):
-        k = np.uintp(base + i)
-        d0 = xf[k] - mean
-        d1 = xf[k + 1] - mean
-        d2 = xf[k + 2] - mean
-        d3 = xf[k + 3] - mean
-        s0 += d0 * d0
-        s1 += d1 * d1
-        s2 += d2 * d2
-        s3 += d3 * d3
-    for i in range(n4, n):
-        d0 = xf[np.uintp(base + i)] - mean
-        s0 += d0 * d0
-    return mean, (s0 + s1 + s2 + s3) / n
+def _narrow(v, arr):
+    return v
+
+
+@overload(_narrow, jit_options=dict(error_model="numpy"))
+def _narrow_typed(v, arr):
+    """v (a float64 row constant: a sum, its inverse, a scale) rounded to the element type of arr. Elementwise
+    steps on float32 rows then run in float32, as numpy's generic path does: float64 steps cost a conversion each
+    way and half the SIMD width (the softmax backward ran 3x slower)."""
+    if arr.dtype == types.float32:
+        return lambda v, arr: np.float32(v)
+    return lambda v, arr: v
+
+
+@njit(**_ROW_JIT)
+def _sum(r):
+    """sum(r) of a 1-D array in float64."""
+    s = 0.0
+    for i in range(r.shape[0]):
+        s += r[i]
+    return s
+
+
+@njit(**_ROW_JIT)
+def _dot(r, q):
+    """sum(r * q) in float64 (the product in the arrays' dtype, as the generic paths compute it)."""
+    s = 0.0
+    for i in range(r.shape[0]):
+        s += r[i] * q[i]
+    return s
+
+
+@njit(**_ROW_JIT)
+def _sum_sq_dev(r, mu):
+    """sum((r - mu) ** 2) in float64 (mu a float64)."""
+    s = 0.0
+    for i in range(r.shape[0]):
+        d = r[i] - mu
+        s += d * d
+    return s
+
+
+@njit(**_ROW_JIT)
+def _ln_row_sums(x, g, gamma, mu):
+    """(sum(g * gamma), sum(g * gamma * (x - mu))) in float64: LayerNorm's backward reductions of one row."""
+    s = 0.0
+    q = 0.0
+    for i in range(x.shape[0]):
+        h = g[i] * gamma[i]
+        s += h
+        q += h * (x[i] - mu)
+    return s, q
+
+
+@njit(**_ROW_JIT)
+def _exp_sum(z, m, out):
+    """out = exp(z - m) (out may be z itself) and its float64 sum; exp in z's precision."""
+    s = 0.0
+    for i in range(z.shape[0]):
+        e = _exp(z[i] - m)
+        out[i] = e
+        s += e
+    return s
+
+
+@njit(**_ROW_JIT)
+def _exp_sum_only(z, m):
+    """sum(exp(z - m)) in float64 (log_softmax needs only the sum)."""
+    s = 0.0
+    for i in range(z.shape[0]):
+        s += _exp(z[i] - m)
+    return s
 
 
 @njit(**_NORM_JIT)
-def _row_sum(f, base, n):
-    """sum of f[base:base + n] in float64 with four partial sums."""
-    s0 = s1 = s2 = s3 = 0.0
-    n4 = n - n % 4
-    for i in range(0, n4, 4):
-        k = np.uintp(base + i)
-        s0 += f[k]
-        s1 += f[k + 1]
-        s2 += f[k + 2]
-        s3 += f[k + 3]
-    for i in range(n4, n):
-        s0 += f[np.uintp(base + i)]
-    return (s0 + s1) + (s2 + s3)
+def _exp_inplace(f):
+    """f = exp(f) over a 1-D array (exp in f's precision)."""
+    for i in range(f.shape[0]):
+        f[i] = _exp(f[i])
+
+
+@njit(**_NORM_JIT)
+def _exp_into(src, dst):
+    """dst = exp(src) over 1-D arrays."""
+    for i in range(src.shape[0]):
+        dst[i] = _exp(src[i])
+
+
+@njit(**_NORM_JIT)
+def _row_max(r):
+    """The largest number of r, NaNs ignored (they make the whole softmax row NaN anyway, whatever the maximum).
+    Eight independent running maxima: one select chain is latency-bound (3x slower)."""
+    n = r.shape[0]
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = r[0]
+    n8 = n - n % 8
+    for i in range(0, n8, 8):
+        v0, v1, v2, v3 = r[i], r[i + 1], r[i + 2], r[i + 3]
+        v4, v5, v6, v7 = r[i + 4], r[i + 5], r[i + 6], r[i + 7]
+        m0 = v0 if v0 > m0 else m0
+        m1 = v1 if v1 > m1 else m1
+        m2 = v2 if v2 > m2 else m2
+        m3 = v3 if v3 > m3 else m3
+        m4 = v4 if v4 > m4 else m4
+        m5 = v5 if v5 > m5 else m5
+        m6 = v6 if v6 > m6 else m6
+        m7 = v7 if v7 > m7 else m7
+    for i in range(n8, n):
+        v0 = r[i]
+        m0 = v0 if v0 > m0 else m0
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    m4 = m5 if m5 > m4 else m4
+    m6 = m7 if m7 > m6 else m6
+    m0 = m2 if m2 > m0 else m0
+    m4 = m6 if m6 > m4 else m4
+    return m4 if m4 > m0 else m0
+
+
+@njit(**_NORM_JIT)
+def _shift_by_max(z, out, zero):
+    """out = z - m (out may be z) for m = the maximum of z, `zero` if that is not finite; returns m."""
+    m = _row_max(z)
+    if not np.isfinite(m):
+        m = zero
+    for i in range(z.shape[0]):
+        out[i] = z[i] - m
+    return m
+
+
+@njit(**_NORM_JIT)
+def _log_shift(x, t, sign, plain, m, ls, out):
+    """out = (z - m) - ls with z = x / t * sign (x itself when plain): log_softmax's last step, z recomputed as
+    the first step computed it."""
+    if plain:
+        for i in range(x.shape[0]):
+            out[i] = (x[i] - m) - ls
+    else:
+        for i in range(x.shape[0]):
+            out[i] = (x[i] / t * sign - m) - ls
+
+
+@njit(**_NORM_JIT)
+def _scale(f, c):
+    """f *= c over a 1-D array."""
+    for i in range(f.shape[0]):
+        f[i] = f[i] * c
+
+
+@njit(**_NORM_JIT)
+def _softmax_row(z, x, t, sign, plain, log, zero, out):
+    """One long row of softmax_forward: z is the row's z (x itself when plain, else staged in out)."""
+    m = _row_max(z)
+    if not np.isfinite(m):
+        m = zero
+    if log:
+        _log_shift(x, t, sign, plain, m, _narrow(math.log(_exp_sum_only(z, m)), x), out)
+    else:
+        _scale(out, _narrow(1.0 / _exp_sum(z, m, out), x))
+
+
+# Long rows run row by row, three passes each (maximum; exp with its sum; scaling or shift), in L1 cache. Short
+# rows (fewer than _LONG_ROW, a classifier's 10 classes) never reach the SIMD body of a row loop, so they are
+# processed in blocks of about _BLOCK elements: the maxima and shifts row by row, then exp over the whole block
+# as one flat loop, then the sums and scaling row by row (the (128, 10) log_softmax loop: ~17 us row by row,
+# ~13 us in blocks; the blocks were slower on (128, 1000) rows, 430 vs 340 us, for their extra pass).
+_LONG_ROW = 64
+_BLOCK = 2048
 
 
 @njit(**_NORM_JIT)
 def softmax_forward(x, t, sign, log, out):
-    """out[a] = softmax(sign * x[a] / t) over each row of the (A, D) arrays (log_softmax with log=True); t and
-    sign (+-1) are scalars of x's dtype, so z is computed as in the generic path. The row maximum is numpy's
-    (NaN wins); a non-finite maximum is replaced by 0, as there. Separate passes (z, max, exp, sum, scale) keep
-    the elementwise ones free of reductions, so LLVM vectorizes them (exp is float32 exp_f32 for float32)."""
+    """out[a] = softmax(sign * x[a] / t) over each row of the (A, D) arrays (log_softmax with log=True); out must
+    not overlap x. t and sign (+-1) are scalars of x's dtype, so z is computed as in the generic path (no
+    arithmetic when t = sign = 1). A non-finite row maximum is replaced by 0, as there; a row with a NaN is all
+    NaN whatever the maximum. exp is the vectorizable exp_f32 for float32; the sums are float64, the scaling and
+    shift in x's dtype (the row constants rounded to it)."""
     a_, d_ = x.shape
-    xf = x.reshape(-1)
-    of = out.reshape(-1)
     zero = sign - sign
-    for a in range(a_):
-        base = a * d_
-        for i in range(d_):
-            k = np.uintp(base + i)
-            of[k] = xf[k] / t * sign
-        m = of[np.uintp(base)]
-        for i in range(d_):
-            z = of[np.uintp(base + i)]
-            if z > m or z != z:
-                m = z if m == m else m
-        if not np.isfinite(m):
-            m = zero
-        for i in range(d_):
-            k = np.uintp(base + i)
-            of[k] = _exp(of[k] - m)
-        s = _row_sum(of, base, d_)
+    plain = t == 1 and sign == 1
+    if d_ >= _LONG_ROW:
+        for a in range(a_):
+            orow = out[a]
+            if plain:
+                _softmax_row(x[a], x[a], t, sign, True, log, zero, orow)
+            else:
+                xr = x[a]
+                for i in range(d_):
+                    orow[i] = xr[i] / t * sign
+                _softmax_row(orow, xr, t, sign, False, log, zero, orow)
+        return
+    of = out.reshape(-1)
+    step = max(1, _BLOCK // d_)
+    maxima = np.empty(step, x.dtype)
+    for a0 in range(0, a_, step):
+        a1 = min(a0 + step, a_)
+        for a in range(a0, a1):
+            orow = out[a]
+            if plain:
+                maxima[a - a0] = _shift_by_max(x[a], orow, zero)
+            else:
+                xr = x[a]
+                for i in range(d_):
+                    orow[i] = xr[i] / t * sign
+                maxima[a - a0] = _shift_by_max(orow, orow, zero)
+        _exp_inplace(of[a0 * d_:a1 * d_])
         if log:
-            ls = math.log(s)
-            for i in range(d_):
-                k = np.uintp(base + i)
-                of[k] = (xf[k] / t * sign - m) - ls
+            for a in range(a0, a1):
+                orow = out[a]
+                _log_shift(x[a], t, sign, plain, maxima[a - a0], _narrow(math.log(_sum(orow)), orow), orow)
         else:
-            inv = 1.0 / s
-            for i in range(d_):
-                k = np.uintp(base + i)
-                of[k] = of[k] * inv
+            for a in range(a0, a1):
+                orow = out[a]
+                _scale(orow, _narrow(1.0 / _sum(orow), orow))
 
 
 @njit(**_NORM_JIT)
 def softmax_backward(y, g, scale, log, dx):
     """The gradient of softmax / log_softmax (log=True) along the rows of (A, D) arrays, given the output y:
     softmax: dx = y * (g - sum(g * y)) * scale; log_softmax: dx = (g - exp(y) * sum(g)) * scale, with
-    scale = 1/t (-1/t for softmin), a float."""
+    scale = 1/t (-1/t for softmin), a float; the sums in float64, the elementwise steps in y's dtype. dx must not
+    overlap g (log_softmax stages exp(y) in dx, in blocks as the forward)."""
     a_, d_ = y.shape
-    yf = y.reshape(-1)
-    gf = g.reshape(-1)
-    df = dx.reshape(-1)
-    d2 = d_ - d_ % 2
-    for a in range(a_):
-        base = a * d_
-        s0 = s1 = 0.0
-        for i in range(0, d2, 2):
-            k = np.uintp(base + i)
-            if log:
-                s0 += gf[k]
-                s1 += gf[k + 1]
-            else:
-                s0 += gf[k] * yf[k]
-                s1 += gf[k + 1] * yf[k + 1]
-        for i in range(d2, d_):
-            k = np.uintp(base + i)
-            s0 += gf[k] if log else gf[k] * yf[k]
-        s = s0 + s1
-        if log:
+    sc = _narrow(scale, y)
+    if log:
+        yf = y.reshape(-1)
+        df = dx.reshape(-1)
+        step = max(1, _BLOCK // d_)
+        for a0 in range(0, a_, step):
+            a1 = min(a0 + step, a_)
+            _exp_into(yf[a0 * d_:a1 * d_], df[a0 * d_:a1 * d_])
+            for a in range(a0, a1):
+                gr, dr = g[a], dx[a]
+                s = _narrow(_sum(gr), y)
+                for i in range(d_):
+                    dr[i] = (gr[i] - dr[i] * s) * sc
+    else:
+        for a in range(a_):
+            yr, gr, dr = y[a], g[a], dx[a]
+            s = _narrow(_dot(gr, yr), y)
             for i in range(d_):
-                k = np.uintp(base + i)
-                df[k] = (gf[k] - _exp(yf[k]) * s) * scale
-        else:
-            for i in range(d_):
-                k = np.uintp(base + i)
-                df[k] = yf[k] * (gf[k] - s) * scale
+                dr[i] = yr[i] * (gr[i] - s) * sc
 
 
 @njit(**_NORM_JIT)
 def layernorm_forward(x, gamma, beta, eps, out, mean, std):
     """LayerNorm over the rows of the (A, D) arrays: out = (x - mean) / std * gamma + beta, std = sqrt(var +
-    eps); mean and std (A,) are outputs too."""
+    eps); mean and std (A,) are outputs too. Two-pass float64 statistics (cancellation-free variance); the
+    normalization in x's dtype with the row's mean and 1/std rounded to it (float64 steps made the loop 1.7x
+    slower on float32 rows)."""
     a_, d_ = x.shape
-    xf = x.reshape(-1)
-    of = out.reshape(-1)
     for a in range(a_):
-        base = a * d_
-        mu, var = _row_mean_var(xf, base, d_)
-        sd = np.sqrt(var + eps)
+        xr, orow = x[a], out[a]
+        mu = _sum(xr) / d_
+        sd = np.sqrt(_sum_sq_dev(xr, mu) / d_ + eps)
         mean[a] = mu
         std[a] = sd
-        r = 1.0 / sd
+        m = _narrow(mu, xr)
+        r = _narrow(1.0 / sd, xr)
         for i in range(d_):
-            k = np.uintp(base + i)
-            of[k] = (xf[k] - mu) * r * gamma[i] + beta[i]
+            orow[i] = (xr[i] - m) * r * gamma[i] + beta[i]
 
 
 @njit(**_NORM_JIT)
@@ -361,41 +488,26 @@ def layernorm_backward(x, g, gamma, gmean, gstd, eps, dx, dgamma, dbeta):
     """The gradient of LayerNorm over the rows of (A, D) arrays in one call: the statistics are recomputed from
     x; gmean, gstd (A,) are the gradients arriving at the mean and std outputs. With xhat = (x - mean) / std and
     dxhat = g * gamma: dx = (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) / std + gmean / D + gstd * xhat / D;
-    dgamma = sum over rows of g * xhat, dbeta = sum of g (accumulated in float64 per column)."""
+    dgamma = sum over rows of g * xhat, dbeta = sum of g (accumulated in float64 per column). The row
+    statistics and sums are float64; dx and xhat are computed in x's dtype from the row constants rounded to it."""
     a_, d_ = x.shape
-    xf = x.reshape(-1)
-    gf = g.reshape(-1)
-    df = dx.reshape(-1)
     accg = np.zeros(d_)
     accb = np.zeros(d_)
-    d2 = d_ - d_ % 2
     for a in range(a_):
-        base = a * d_
-        mu, var = _row_mean_var(xf, base, d_)
-        r = 1.0 / np.sqrt(var + eps)
-        s0 = s1 = q0 = q1 = 0.0
-        for i in range(0, d2, 2):
-            k = np.uintp(base + i)
-            h0 = gf[k] * gamma[i]
-            h1 = gf[k + 1] * gamma[i + 1]
-            s0 += h0
-            s1 += h1
-            q0 += h0 * (xf[k] - mu)
-            q1 += h1 * (xf[k + 1] - mu)
-        for i in range(d2, d_):
-            k = np.uintp(base + i)
-            h0 = gf[k] * gamma[i]
-            s0 += h0
-            q0 += h0 * (xf[k] - mu)
-        c1 = (s0 + s1) / d_
-        c2 = (q0 + q1) * r / d_
-        cm = gmean[a] / d_
-        cs = gstd[a] / d_
+        xr, gr, dr = x[a], g[a], dx[a]
+        mu = _sum(xr) / d_
+        r64 = 1.0 / np.sqrt(_sum_sq_dev(xr, mu) / d_ + eps)
+        s, q = _ln_row_sums(xr, gr, gamma, mu)
+        c1 = _narrow(s / d_, xr)
+        c2 = _narrow(q * r64 / d_, xr)
+        cm = _narrow(gmean[a] / d_, xr)
+        cs = _narrow(gstd[a] / d_, xr)
+        m = _narrow(mu, xr)
+        r = _narrow(r64, xr)
         for i in range(d_):
-            k = np.uintp(base + i)
-            gi = gf[k]
-            xh = (xf[k] - mu) * r
-            df[k] = (gi * gamma[i] - c1 - xh * c2) * r + cm + cs * xh
+            gi = gr[i]
+            xh = (xr[i] - m) * r
+            dr[i] = (gi * gamma[i] - c1 - xh * c2) * r + cm + cs * xh
             accg[i] += gi * xh
             accb[i] += gi
     for i in range(d_):

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_ctx, parse_dtype, parse_float, parse_int, \
     parse_shape
 from .common import call, same_dtype
@@ -42,6 +43,39 @@ def _zeros_like_nd(x):
     return call("zeros_like", x)
 
 
+# A classifier's (batch, classes) pick and its gradient run every training step on small arrays, where each numpy
+# call costs about a microsecond here: these helpers do the (batch, 1) index case in a few calls (one copy that
+# truncates, two in-place clips, one fancy index over memoized row coordinates) instead of the general path's ~15.
+# Like the Numba fast paths they are switched off by `_fastpath.ENABLED = False`, which the tests compare against.
+_ROW_COORDS = {}
+
+
+def _row_coords(rows):
+    """np.arange(rows), read-only and memoized for a few batch sizes."""
+    coords = _ROW_COORDS.get(rows)
+    if coords is None:
+        coords = np.arange(rows)
+        coords.flags.writeable = False
+        if len(_ROW_COORDS) < 32:
+            _ROW_COORDS[rows] = coords
+    return coords
+
+
+def _class_positions(index, rows, n, mode):
+    """The (rows,) int64 positions along axis 1 of a (rows, n) numpy array for an index of shape (rows,) or
+    (rows, 1), truncated toward zero and clipped or wrapped as _fix_mode does; None for other shapes and modes
+    (the general path handles them, and raises its errors)."""
+    if (index.shape != (rows,) and index.shape != (rows, 1)) or mode == "raise" or n == 0:
+        return None
+    pos = index.reshape(rows).astype(np.int64)         # a copy, so the clipping below may write into it
+    if mode == "clip":
+        np.maximum(pos, 0, out=pos)
+        np.minimum(pos, n - 1, out=pos)
+    else:
+        np.mod(pos, n, out=pos)
+    return pos
+
+
 # ---------------------------------------------------------------------------------------------------------
 # the gather/scatter primitive pair along one axis (out-of-range indices: clip, wrap or raise, as take)
 _MODE = choice("clip", "raise", "wrap")
@@ -52,6 +86,13 @@ def _take_along_axis(xp, data, index, axis, mode):
 
 
 def _put_along_axis_add(xp, g, index, shape, axis, mode):
+    if (xp is np and _fastpath.ENABLED and len(shape) == 2 and axis % 2 == 1
+            and g.shape == index.shape == (shape[0], 1)):
+        pos = _class_positions(index, shape[0], shape[1], mode)      # pick's gradient on (batch, classes)
+        if pos is not None:
+            out = np.zeros(tuple(shape), dtype=g.dtype)
+            out[_row_coords(shape[0]), pos] = g.reshape(shape[0])
+            return out
     axis = axis % len(shape)
     idx = _fix_mode(xp, _as_index(xp, index), shape[axis], mode, "take")
     out = xp.zeros(tuple(shape), dtype=g.dtype)
@@ -179,6 +220,12 @@ def _pick_index(xp, data, index, axis, keepdims, mode):
 
 
 def _pick(xp, data, index, axis, keepdims, mode):
+    if xp is np and _fastpath.ENABLED and data.ndim == 2 and (axis == 1 or axis == -1):
+        rows = data.shape[0]
+        pos = _class_positions(index, rows, data.shape[1], mode)
+        if pos is not None:
+            out = data[_row_coords(rows), pos]
+            return out.reshape(rows, 1) if keepdims else out
     axis, idx = _pick_index(xp, data, index, axis, keepdims, mode)
     if data.ndim == 2 and axis == 1:           # a classifier's (batch, classes): plain fancy indexing is faster
         out = data[xp.arange(data.shape[0])[:, None], idx]

@@ -215,6 +215,21 @@ def _length_mask(xp, shape, length, axis):
     return pos < xp.expand_dims(length, ax)
 
 
+_LOOP_SCALARS = {}
+
+
+def _loop_scalars(dtype, t, kind):
+    """softmax_forward's temperature and sign as scalars of the data's dtype; memoized for the usual t = 1 (two
+    numpy scalar constructions per call otherwise; any t would let the memo grow without bound)."""
+    scalars = _LOOP_SCALARS.get((dtype, kind)) if t == 1.0 else None
+    if scalars is None:
+        typ = np.dtype(dtype).type
+        scalars = (typ(t), typ(-1 if kind == "softmin" else 1))
+        if t == 1.0:
+            _LOOP_SCALARS[(dtype, kind)] = scalars
+    return scalars
+
+
 def _softmax_fast(xp, data, ax, t, kind, out):
     """The Numba row loop for float32/float64 data without lengths (one pass for the maximum, one for exp and
     its sum, one to scale); None where it does not apply."""
@@ -222,11 +237,10 @@ def _softmax_fast(xp, data, ax, t, kind, out):
     if nk is None:
         return None
     rows = rows_last(data, ax)
-    last = ax == data.ndim - 1
-    direct = out is not None and last and out.dtype == data.dtype and out.flags.c_contiguous
+    direct = out is not None and ax == data.ndim - 1 and out.dtype == data.dtype and out.flags.c_contiguous
     y = out.reshape(rows.shape) if direct else np.empty(rows.shape, data.dtype)
-    typ = data.dtype.type
-    nk.softmax_forward(rows, typ(t), typ(-1 if kind == "softmin" else 1), kind == "log_softmax", y)
+    tt, sign = _loop_scalars(data.dtype, t, kind)
+    nk.softmax_forward(rows, tt, sign, kind == "log_softmax", y)
     return out if direct else into(xp, out, rows_back(y, data.shape, ax))
 
 

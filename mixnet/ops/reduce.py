@@ -84,12 +84,8 @@ def unreduce(g, x_shape, axes, keepdims):
         return g if tuple(g.shape) == tuple(x_shape) else call("Reshape", g, shape=tuple(x_shape))
     if keepdims:
         gk = g
-    elif len(axes) == ndim:
-        gk = call("Reshape", g, shape=(1,) * ndim)
-    else:
-        gk = g
-        for a in axes:
-            gk = call("expand_dims", gk, axis=a)
+    else:                # the reduced axes back as 1s: one Reshape (a view; ~3 us, an expand_dims ~10 us per axis)
+        gk = call("Reshape", g, shape=reduced_shape(x_shape, axes, True))
     if tuple(gk.shape) == tuple(x_shape):
         return gk
     return call("broadcast_to", gk, shape=tuple(x_shape))
@@ -118,6 +114,10 @@ def _sum_kernel(xp, x, axis, keepdims, exclude):
 def _mean_kernel(xp, x, axis, keepdims, exclude):
     axes = reduce_axes(x.shape, axis, exclude)
     n = math.prod(x.shape[a] for a in axes)
+    if n == 1:
+        # every reduced axis has length 1 (a loss of shape (batch, 1) averaged per sample): the mean is x itself,
+        # x / 1 exactly in every dtype; one copy instead of a sum, a division and a cast (~20 us on (128, 1))
+        return x.reshape(reduced_shape(x.shape, axes, keepdims)).copy()
     if x.dtype.kind in "iub":
         total = x.sum(axis=axes, dtype=np.int64)
         result = xp.trunc(total / n) if n else total.astype(np.float64) * np.nan
@@ -167,7 +167,8 @@ def _mean_grad(ctx, g):
         return (_zero_like(x),)
     axes = _axes_of(ctx)
     n = math.prod(x.shape[a] for a in axes)
-    return (_broadcast_out(ctx, g) / n,)
+    g = _broadcast_out(ctx, g)
+    return (g / n if n != 1 else g,)         # / 1 would be one more op (a pass and a buffer) that changes nothing
 
 
 def _extreme_grad(ctx, g):
@@ -268,7 +269,8 @@ def _np_mean(x, axes):
 
 _reduction("sum", _sum_kernel, _sum_grad, lambda x, a: x.sum(axis=a), aliases=("sum_axis",),
            cases=_REDUCE_CASES + _SIZE0_CASES, doc="Sum over the given axes.")
-_reduction("mean", _mean_kernel, _mean_grad, _np_mean, cases=_REDUCE_CASES + _SIZE0_CASES[1:2],
+_reduction("mean", _mean_kernel, _mean_grad, _np_mean, cases=_REDUCE_CASES + _SIZE0_CASES[1:2] + (
+               (((4, 1),), {"axis": 0, "exclude": True}), (((2, 1, 3),), {"axis": 1, "keepdims": True})),
            doc="Mean over the given axes.")
 _reduction("prod", _prod_kernel, _prod_grad, lambda x, a: x.prod(axis=a), cases=_REDUCE_CASES + _SIZE0_CASES,
            domain=(0.5, 1.5), doc="Product over the given axes (zero-safe gradient).")

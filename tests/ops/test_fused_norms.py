@@ -101,6 +101,59 @@ def test_softmax_fast_path_nan_inf_rows(dtype):
             np.testing.assert_allclose(fast[0], slow[0], rtol=1e-6, atol=1e-30)
 
 
+@settings(max_examples=25, deadline=None)
+@given(d=st.sampled_from([1, 3, 8, 13, 40, 63, 64, 100]), dtype=st.sampled_from(["float32", "float64"]),
+       seed=st.integers(0, 2 ** 16),
+       specials=st.lists(st.tuples(st.integers(0, 99), st.sampled_from([np.nan, np.inf, -np.inf])), max_size=3),
+       temp=st.sampled_from([None, 0.7]), spread=st.sampled_from([4.0, 400.0]))
+def test_softmax_long_rows_with_specials(d, dtype, seed, specials, temp, spread):
+    """Short rows (processed in blocks) and long ones (row by row, from 64), longer than the loops' unrolling (the
+    row maximum runs eight lanes, the sums SIMD partial sums), with NaN / inf anywhere: fast path vs generic,
+    forward and backward. With spread 400, exp overflows (float32 and float64) unless the row maximum is exact."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((3, d)) * spread).astype(dtype)
+    for pos, value in specials:
+        x[pos % 3, pos * 7 % d] = value
+    g = rng.standard_normal((3, d)).astype(dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for kind in ("softmax", "log_softmax", "softmin"):
+            fast, slow = _both(lambda: _kernel(kind, x, temperature=temp))
+            np.testing.assert_array_equal(np.isnan(fast[0]), np.isnan(slow[0]))
+            _close(fast, slow, dtype)
+            y = np.where(np.isfinite(slow[0]), slow[0], 0).astype(dtype)
+            bwd = "_log_softmax_bwd" if kind == "log_softmax" else "_softmax_bwd"
+            extra = {"softmin": True} if kind == "softmin" else {}
+            _close(*_both(lambda: _kernel(bwd, y, g, temperature=temp, **extra)), dtype)
+
+
+@pytest.mark.parametrize("d", [3, 10, 13, 64, 100])
+def test_softmax_row_maximum_at_every_position(d):
+    """Row j has its maximum (far above the rest, so that exp overflows from any smaller shift) at position j: the
+    row maximum's eight lanes and tail, in the block and the row-by-row loops."""
+    rng = np.random.default_rng(d)
+    x = rng.standard_normal((d, d)).astype(np.float32)
+    x[np.arange(d), np.arange(d)] = 300.0
+    for kind in ("softmax", "log_softmax"):
+        _close(*_both(lambda: _kernel(kind, x)), "float32")
+        assert np.isfinite(_kernel(kind, x)[0]).all()
+
+
+@pytest.mark.parametrize("shape", [(300, 9), (5, 1000), (2, 2500)])
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax", "softmin"])
+def test_softmax_row_blocks(shape, kind):
+    """The softmax loops work on blocks of short rows (several blocks of many rows) and on long rows one by one:
+    fast path vs generic, forward and backward, with a temperature so that z is staged."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) * 5).astype(np.float32)
+    g = rng.standard_normal(shape).astype(np.float32)
+    for temp in (None, 0.7):
+        fast, slow = _both(lambda: _kernel(kind, x, temperature=temp))
+        _close(fast, slow, "float32")
+        bwd = "_log_softmax_bwd" if kind == "log_softmax" else "_softmax_bwd"
+        extra = {"softmin": True} if kind == "softmin" else {}
+        _close(*_both(lambda: _kernel(bwd, slow[0], g, temperature=temp, **extra)), "float32")
+
+
 @settings(max_examples=12, deadline=None)
 @given(sa=shapes_axes, dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2 ** 16))
 def test_layernorm_fast_equals_generic(sa, dtype, seed):

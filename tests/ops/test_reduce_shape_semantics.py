@@ -255,3 +255,24 @@ def test_layout_values_from_mxnet():
     z = nd.size_array(arange(2, 3, 4))
     assert z.dtype == np.int64 and z.shape == (1,) and z.asnumpy().tolist() == [24]
     assert nd.moveaxis(nd.array(np.zeros((3, 4, 5))), [0, 1], [-1, -2]).shape == (5, 4, 3)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "bool"])
+def test_mean_over_length_one_axes_is_a_copy_of_x(dtype):
+    """mean over axes of length 1 (a per-sample loss of shape (batch, 1)) is x itself, reshaped, in a new array:
+    the same values as the sum / count path, also for integer and bool data, and a gradient without a division."""
+    rng = np.random.default_rng(0)
+    data = rng.uniform(-3, 3, (5, 1, 2))
+    data[0, 0, 0] = np.nan if dtype.startswith("float") else data[0, 0, 0]
+    x = nd.array(data.astype(dtype), dtype=dtype)
+    for attrs, shape in (({"axis": 1}, (5, 2)), ({"axis": (0, 2), "exclude": True}, (5, 2)),
+                         ({"axis": 1, "keepdims": True}, (5, 1, 2))):
+        out = nd.mean(x, **attrs)
+        want = x.asnumpy().astype(np.float64 if dtype != "bool" else bool).reshape(shape).astype(dtype)
+        assert out.shape == shape and out.dtype == x.dtype
+        np.testing.assert_array_equal(out.asnumpy(), want)
+        out[:] = 0                                       # a new array: x is untouched
+        np.testing.assert_array_equal(x.asnumpy(), data.astype(dtype))
+    g = grad_of(lambda v: nd.mean(v, axis=1) * nd.array(np.arange(10.0).reshape(5, 2), dtype="float64"),
+                data.copy())
+    np.testing.assert_array_equal(g, np.arange(10.0).reshape(5, 1, 2))
