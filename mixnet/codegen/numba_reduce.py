@@ -92,7 +92,7 @@ def render_reduce_kernel(group, exact=False):
     ] + ["    " + line for line in lines] + ["", ""]
     src += _lanes(dtype, jit, xa, fixed=red.layout == "trailing")
     scratch = ", acc, part, comp" if dtype == "float64" else ", acc, part"
-    alloc = [f"acc = np.zeros(LANES, np.float64)", f"part = np.empty(LANES, np.{dtype})"]
+    alloc = ["acc = np.zeros(LANES, np.float64)", f"part = np.empty(LANES, np.{dtype})"]
     if dtype == "float64":
         alloc.append("comp = np.zeros(LANES, np.float64)")
     src += [

@@ -63,7 +63,6 @@ def numba_kernels(xp, *arrays, load=True):
 
 def _prepare(dtype, load):
     """The module if `dtype`'s loops can run now, else None; starts or checks on their compilation."""
-    global _module
     _collect()
     waiting = dtype in _pending or (_compiling is not None and dtype in _compiling[1])
     if dtype not in _ready and load and not waiting:        # decided once per dtype

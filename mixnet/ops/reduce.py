@@ -79,7 +79,6 @@ def _finish(xp, result, x, axes, keepdims):
 
 def unreduce(g, x_shape, axes, keepdims):
     """g has the reduction's output shape; returns it broadcast to x_shape (mixnet ops, differentiable)."""
-    ndim = len(x_shape)
     if not axes:
         return g if tuple(g.shape) == tuple(x_shape) else call("Reshape", g, shape=tuple(x_shape))
     if keepdims:

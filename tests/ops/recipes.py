@@ -1,4 +1,5 @@
-"""Hypothesis shape families named by `OpTest.recipe`, and the input builder the generated tests share."""
+"""Hypothesis shape families named by `OpTest.recipe`, the input builder the generated tests share, and
+`fast_and_generic` for the fast-path tests."""
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -39,3 +40,15 @@ def make_inputs(test, shapes, seed, dtype=None):
         else:
             arrays.append(rng.uniform(lo, hi, size=shape).astype(dtype))
     return arrays
+
+
+def fast_and_generic(fn):
+    """(fn() with the Numba fast paths on, fn() with them off): the two results a fast-path test compares."""
+    from mixnet.ops import _fastpath
+    fast = fn()
+    _fastpath.ENABLED = False
+    try:
+        generic = fn()
+    finally:
+        _fastpath.ENABLED = True
+    return fast, generic

@@ -21,6 +21,8 @@ from mixnet import autograd, gluon
 from mixnet.base import MXNetError
 from mixnet.ops import _fastpath, _numba_kernels, registry
 
+from .recipes import fast_and_generic as _both
+
 FUSED = ("_softmax_bwd", "_log_softmax_bwd", "_layernorm_bwd", "_batchnorm_bwd", "_batchnorm_global_bwd")
 
 
@@ -41,16 +43,6 @@ def calls(monkeypatch):
             return _kernel(*args, **kwargs)
         monkeypatch.setattr(op, "kernel", counted)
     return seen
-
-
-def _both(fn):
-    fast = fn()
-    _fastpath.ENABLED = False
-    try:
-        slow = fn()
-    finally:
-        _fastpath.ENABLED = True
-    return fast, slow
 
 
 def _close(fast, slow, dtype):

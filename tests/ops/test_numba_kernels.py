@@ -16,22 +16,13 @@ from hypothesis import given, strategies as st
 
 from mixnet.ops import _conv_fast, _fastpath, nn_act, nn_conv
 
+from .recipes import fast_and_generic as _both
+
 
 @pytest.fixture(autouse=True)
 def _loaded():
     """The loops loaded, as after a first convolution: ReLU's backward only uses them once loaded."""
     assert _fastpath.numba_kernels(np, np.zeros(1, np.float32)) is not None
-
-
-def _both(fn):
-    """fn() with the fast paths on, then off."""
-    fast = fn()
-    _fastpath.ENABLED = False
-    try:
-        slow = fn()
-    finally:
-        _fastpath.ENABLED = True
-    return fast, slow
 
 
 def _same(fast, slow, rtol=1e-5, atol=1e-5):

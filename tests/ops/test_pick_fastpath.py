@@ -7,22 +7,14 @@ from hypothesis import given, settings, strategies as st
 
 import mixnet as mx
 from mixnet.base import MXNetError
-from mixnet.ops import _fastpath, registry
+from mixnet.ops import registry
+
+from .recipes import fast_and_generic as _both
 
 
 def _kernel(name, *arrays, **attrs):
     op = registry.get(name)
     return op.kernel(np, *arrays, **op.parse(attrs))
-
-
-def _both(fn):
-    fast = fn()
-    _fastpath.ENABLED = False
-    try:
-        slow = fn()
-    finally:
-        _fastpath.ENABLED = True
-    return fast, slow
 
 
 @settings(max_examples=25, deadline=None)
