@@ -96,10 +96,6 @@ def _put_along_axis_add(xp, g, index, shape, axis, mode):
     axis = axis % len(shape)
     idx = _fix_mode(xp, _as_index(xp, index), shape[axis], mode, "take")
     out = xp.zeros(tuple(shape), dtype=g.dtype)
-    if len(shape) == 2 and axis == 1 and idx.shape[1] == 1:
-        # one index per row (pick's gradient): no two land on one position, so a plain assignment does it
-        out[xp.arange(idx.shape[0])[:, None], idx] = g
-        return out
     # every position of the index array adds its gradient into out at (..., idx, ...) along `axis`
     grids = list(xp.indices(idx.shape, sparse=True))
     grids[axis] = idx
@@ -227,10 +223,7 @@ def _pick(xp, data, index, axis, keepdims, mode):
             out = data[_row_coords(rows), pos]
             return out.reshape(rows, 1) if keepdims else out
     axis, idx = _pick_index(xp, data, index, axis, keepdims, mode)
-    if data.ndim == 2 and axis == 1:           # a classifier's (batch, classes): plain fancy indexing is faster
-        out = data[xp.arange(data.shape[0])[:, None], idx]
-    else:
-        out = xp.take_along_axis(data, idx, axis=axis)
+    out = xp.take_along_axis(data, idx, axis=axis)
     return out if keepdims else out.reshape(data.shape[:axis] + data.shape[axis + 1:])
 
 
