@@ -17,11 +17,11 @@ every failure is an :class:`MXNetError` that says what is wrong and at which off
 Nothing here unpickles or evaluates anything.
 """
 import os
-import secrets
 import struct
 
 import numpy as np
 
+from ._atomic import write_atomic
 from .base import MXNetError
 
 __all__ = ["DTYPE_CODES", "dtype_code", "encode", "decode", "save_file", "load_file"]
@@ -434,62 +434,19 @@ def decode(buf):
 # Files
 # --------------------------------------------------------------------------------------
 
-def _fsync_dir(dirname):
-    """Make the rename durable; best effort (not possible on every OS)."""
-    try:
-        fd = os.open(dirname, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _create_temp(path):
-    """An exclusive new file next to ``path`` (mode 0666 & ~umask, like a plain open)."""
-    dirname, base = os.path.split(os.path.abspath(path))
-    for _ in range(100):
-        tmp = os.path.join(dirname, ".%s.%s.tmp" % (base, secrets.token_hex(6)))
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
-                         0o666)
-        except FileExistsError:
-            continue
-        return fd, tmp
-    raise MXNetError("nd.save: cannot create a temporary file in %r" % dirname)
-
-
 def save_file(path, arrays, names=None, version=2):
-    """Write ``encode(arrays, names, version)`` to ``path`` atomically.
+    """Write ``encode(arrays, names, version)`` to ``path`` atomically and durably.
 
-    The bytes go to a temporary file in the same directory, which is flushed, fsynced
-    and renamed over ``path``; on any error the temporary file is removed and an
-    existing ``path`` is left untouched.
+    The bytes go to a temporary file in the same directory, which is fsynced and renamed
+    over ``path`` (mixnet/_atomic.py, which also removes temporary files that killed
+    writers left behind); on any error an existing ``path`` is left untouched.
     """
     path = os.fspath(path)
     data = encode(arrays, names, version)  # fail before touching the file system
     try:
-        fd, tmp = _create_temp(path)
+        write_atomic(path, data, durable=True)
     except OSError as e:
         raise MXNetError("nd.save: cannot write %r: %s" % (path, e)) from e
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise MXNetError("nd.save: cannot write %r: %s" % (path, e)) from e
-        raise
-    _fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def load_file(path):

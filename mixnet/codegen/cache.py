@@ -7,7 +7,7 @@ a later process that generates the same source imports the same file and gets a 
 instead of ~0.5 s per kernel; reference/performance.md §4.4).
 
 Rules that make this safe:
-* Files are written atomically (a temporary file, then `os.replace`), so a reader never sees half a file, and
+* Files are written atomically (a temporary file, then `os.replace`: mixnet/_atomic.py), so a reader never sees half a file, and
   several processes may write the same kernel at once.
 * The module is registered in `sys.modules` before it runs. Without that, Numba pickles the module name
   `'<dynamic>'` into the cache of parallel kernels and every later process fails to load it.
@@ -27,8 +27,9 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 import threading
+
+from .._atomic import write_atomic
 
 __all__ = ["cache_dir", "set_cache_dir", "kernel_name", "load_source", "store_source", "purge_numba_cache",
            "numba_cache_dir"]
@@ -57,19 +58,6 @@ def numba_cache_dir():
 
 def kernel_name(source):
     return "mx_" + hashlib.sha1(source.encode("utf-8")).hexdigest()[:16]
-
-
-def _write_atomic(path, text):
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".py", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _file_is_valid(path, name):
@@ -101,7 +89,7 @@ def store_source(source, suffix):
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, name + suffix)
         if not _file_is_valid(path, name):
-            _write_atomic(path, source)
+            write_atomic(path, source)
         return path
 
 
@@ -119,7 +107,7 @@ def load_source(source, fresh=False):
         if not _file_is_valid(path, name):
             if os.path.exists(path):                 # corrupt or edited: its Numba cache is not to be trusted
                 purge_numba_cache(path)
-            _write_atomic(path, source)
+            write_atomic(path, source)
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module

@@ -27,9 +27,9 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 
+from .._atomic import write_atomic
 from . import cache
 
 __all__ = ["compile_elsewhere", "is_cached", "compile_eager_elsewhere", "eager_is_cached"]
@@ -107,10 +107,7 @@ def drop_stale_eager_cache():
                 if name.endswith((".nbi", ".nbc")) or ".mixnet-" in name:
                     os.remove(name)
             os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(fingerprint)
-            os.replace(tmp, stamp)
+            write_atomic(stamp, fingerprint)
         except OSError:        # a read-only cache: Numba then compiles in memory every process, nothing to drop
             pass
 
@@ -172,10 +169,7 @@ def _write_eager_marker(dtype, kernels):
         if not found:
             return False
         index += sorted(os.path.basename(f) for f in found)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump({**_eager_stamp(module), "index": index}, f)
-    os.replace(tmp, _eager_marker(dtype, module))
+    write_atomic(_eager_marker(dtype, module), json.dumps({**_eager_stamp(module), "index": index}))
     return True
 
 

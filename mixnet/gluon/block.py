@@ -3,8 +3,6 @@ save/load, hooks and summaries. `HybridBlock.hybridize()` traces and compiles th
 cached_op.py); results are the eager ones."""
 import inspect
 import json
-import os
-import tempfile
 import threading
 from collections import OrderedDict, defaultdict
 
@@ -13,6 +11,7 @@ import numpy as np
 from .. import config
 from .. import initializer as init_module
 from .. import name as name_module
+from .._atomic import write_atomic
 from ..base import MXNetError
 from ..ndarray import load as nd_load, save as nd_save
 from ..ndarray.ndarray import NDArray
@@ -249,7 +248,7 @@ class Block:
 
         top = f"{type(self).__name__.lower()}{next(counter)}"
         doc = {top: describe(self)}
-        _write_text_atomically(f"{prefix}-model.json", json.dumps(doc, indent=2))
+        write_atomic(f"{prefix}-model.json", json.dumps(doc, indent=2))
         self.save_parameters(f"{prefix}-model.params")
 
     def load(self, prefix):
@@ -355,19 +354,6 @@ def _check_children(block, entry, source):
     described = [v for k, v in entry.items() if isinstance(v, dict) and k != "children"]
     for child, child_entry in zip(block._children.values(), described):
         _check_children(child, child_entry, source)
-
-
-def _write_text_atomically(path, text):
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _abbrev(names, limit=10):

@@ -11,11 +11,11 @@ import hashlib
 import os
 import ssl
 import urllib.request
-import uuid
 import warnings
 
 import numpy as np
 
+from .._atomic import atomic_open
 from ..base import MXNetError
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download", "replace_file"]
@@ -172,23 +172,23 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
     context = None if verify_ssl else ssl._create_unverified_context()  # noqa: S323 (the caller asked for it)
     attempts_left = retries + 1
     while True:
-        tmp = "{}.{}".format(fname, uuid.uuid4())
         try:
             print("Downloading {} from {}...".format(fname, url))
-            with urllib.request.urlopen(url, context=context) as response:
+            # A failed attempt (or a killed process: the next download cleans up) leaves no partial file behind.
+            with atomic_open(fname, "wb") as f, urllib.request.urlopen(url, context=context) as response:
                 status = getattr(response, "status", None)
                 if status is not None and status != 200:
                     raise MXNetError("Failed downloading url {} (HTTP status {})".format(url, status))
-                with open(tmp, "wb") as f:
-                    while True:
-                        chunk = response.read(1 << 20)
-                        if not chunk:
-                            break
-                        f.write(chunk)
-            if sha1_hash and not check_sha1(tmp, sha1_hash):
-                raise MXNetError("File {} is downloaded but the content hash does not match (expected sha1 {}). "
-                                 "The repo may be outdated or the download incomplete.".format(fname, sha1_hash))
-            replace_file(tmp, fname)
+                sha1 = hashlib.sha1()
+                while True:
+                    chunk = response.read(1 << 20)
+                    if not chunk:
+                        break
+                    sha1.update(chunk)
+                    f.write(chunk)
+                if sha1_hash and sha1.hexdigest() != sha1_hash:
+                    raise MXNetError("File {} is downloaded but the content hash does not match (expected sha1 {}). "
+                                     "The repo may be outdated or the download incomplete.".format(fname, sha1_hash))
             return fname
         except Exception as err:
             attempts_left -= 1
@@ -196,9 +196,3 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
                 raise
             print("download failed due to {}, retrying, {} attempt{} left".format(
                 repr(err), attempts_left, "s" if attempts_left > 1 else ""))
-        finally:
-            if os.path.exists(tmp):
-                try:
-                    os.remove(tmp)
-                except OSError:
-                    pass

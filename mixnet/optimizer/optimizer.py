@@ -30,7 +30,7 @@ import numpy as np
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, _wrap
 from ..ops import _fastpath
-from .. import serialization
+from .. import _atomic, serialization
 from ._multi_tensor import FlatCache, packable
 
 __all__ = ["Optimizer", "register", "create", "get_updater", "Updater", "SGD", "ccSGD", "NAG", "Adam", "AdamW",
@@ -1164,23 +1164,8 @@ def _decode_state(spec, by_name):
 
 
 def write_atomic(fname, data):
-    """Writes bytes to fname through a temporary file in the same directory, fsynced and renamed over it."""
-    import os
-    import tempfile
-    dirname = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(fname) + ".", suffix=".tmp", dir=dirname)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, fname)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Writes a states file's bytes to fname atomically and durably (mixnet/_atomic.py)."""
+    _atomic.write_atomic(fname, data, durable=True)
 
 
 def get_updater(optimizer):

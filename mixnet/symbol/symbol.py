@@ -6,12 +6,11 @@ between Symbols broadcast (they map to `broadcast_add` etc., as NDArray's do; MX
 its op, inputs, attributes and the user's `file:line` (repr stays MXNet's `<Symbol name>`).
 """
 import contextvars
-import os
-import tempfile
 
 import numpy as np
 
 from .. import attribute, name as name_module
+from .._atomic import write_atomic
 from ..base import MXNetError
 from ..ops import registry
 from ..ops.binding import bind_call
@@ -217,18 +216,8 @@ class Symbol:
         return graph_to_json(self._outputs)
 
     def save(self, fname, remove_amp_cast=True):
-        """Writes the JSON atomically (a temporary file in the same folder, then a rename)."""
-        text = self.tojson()
-        folder = os.path.dirname(os.path.abspath(fname))
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, fname)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        """Writes the JSON atomically (a temporary file in the same folder, then a rename; mixnet/_atomic.py)."""
+        write_atomic(fname, self.tojson())
 
     # ------------------------------------------------------------------ text
     def __repr__(self):

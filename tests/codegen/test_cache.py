@@ -41,7 +41,7 @@ def test_round_trip(fresh_dir):
     files = cache.numba_cache_files(k.path)
     assert any(f.endswith(".nbi") for f in files) and any(f.endswith(".nbc") for f in files)
     assert all(f.startswith(str(fresh_dir)) for f in files)
-    assert not [f for f in os.listdir(fresh_dir) if f.startswith(".tmp-")]
+    assert not [f for f in os.listdir(fresh_dir) if f.endswith(".mixnet-tmp")]
     np.testing.assert_allclose(k(np.zeros(3, np.float32)), np.exp(np.float32(1.25)), rtol=1e-6)
 
 
