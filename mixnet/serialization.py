@@ -15,6 +15,12 @@ The reader treats its input as hostile: every read is bounds-checked, every size
 checked against the bytes that are actually left before anything is allocated, and
 every failure is an :class:`MXNetError` that says what is wrong and at which offset.
 Nothing here unpickles or evaluates anything.
+
+What a load allocates is bounded by the file: dense records are copies of bytes that
+are in it; sparse (row_sparse / csr) records load as dense arrays, and since their dense
+size is not bounded by the bytes they hold, the dense sizes of all sparse records of a
+file may add up to at most ``max(SPARSE_DENSE_MIN_BYTES, SPARSE_EXPANSION x file bytes)``
+(64 MiB, 1024 x) - a file asking for more is refused, naming the record and the sizes.
 """
 import os
 import struct
@@ -41,9 +47,14 @@ DEV_CPU = 1
 _DEV_TYPES = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
 
 MAX_NDIM = 32
-# A sparse record's data is bounded by the file size, but its dense form is not: a few
-# bytes can describe a (2**31, 2**31) csr matrix.  Refuse to densify beyond this.
-MAX_SPARSE_DENSE_BYTES = 1 << 32
+# mixnet stores every array dense.  A sparse record's stored data is bounded by the file
+# size, but its dense form is not: 144 bytes can describe a (1, 2**30) csr matrix.  So the
+# dense bytes of all sparse records of one file together may be at most
+#     max(SPARSE_DENSE_MIN_BYTES, SPARSE_EXPANSION * file bytes)
+# and a file that asks for more is refused before anything is densified.  Both are module
+# attributes, so a program that trusts its files can raise them.
+SPARSE_DENSE_MIN_BYTES = 64 << 20
+SPARSE_EXPANSION = 1024
 
 # MXNet 1.x Python represents bfloat16 as this structured dtype (raw 16-bit patterns).
 BFLOAT16 = np.dtype([("bfloat16", np.uint16)])
@@ -272,8 +283,31 @@ def _read_dense_body(r, shape, what, at):
     return _read_data(r, shape, dtype, what, at)
 
 
+class _SparseRecord:
+    """A validated sparse record, densified by :func:`decode` once the whole file has been
+    read and the total dense size of its sparse records is known to be within bounds."""
+
+    def __init__(self, stype, shape, data, aux, what, at):
+        self.stype, self.shape, self.data, self.aux, self.what, self.at = stype, shape, data, aux, what, at
+        # nd.load widens bfloat16 to float32, so count what that allocates.  (< 2**64: the
+        # reader checked prod(shape) * itemsize < 2**63.)
+        self.dense_nbytes = _prod(shape) * (4 if data.dtype == BFLOAT16 else data.dtype.itemsize)
+
+    def densify(self, r):
+        if self.stype == STYPE_ROW_SPARSE:
+            return _densify_row_sparse(r, self.data, self.aux[0], self.shape, self.what, self.at)
+        return _densify_csr(r, self.data, self.aux[0], self.aux[1], self.shape, self.what, self.at)
+
+
+def _prod(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _read_sparse_body(r, stype, storage_shape, shape, what, at):
-    """row_sparse / csr: read data and aux arrays, validate them, return the dense array."""
+    """row_sparse / csr: read data and aux arrays; returns a :class:`_SparseRecord`."""
     _read_ctx(r, what)
     dtype = DTYPE_CODES[_read_dtype(r, what + " dtype")]
     aux_info = []
@@ -285,16 +319,37 @@ def _read_sparse_body(r, stype, storage_shape, shape, what, at):
         aux_shape, _ = _read_shape(r, "%s aux %d shape" % (what, k))
         aux_info.append((DTYPE_CODES[code], aux_shape, aux_at))
     _check_sparse_shapes(r, stype, storage_shape, shape, aux_info, what, at)
-    dense_nbytes = _checked_nbytes(r, shape, dtype, what, at)
-    if dense_nbytes > MAX_SPARSE_DENSE_BYTES:
-        r.fail("%s: dense size of the %s array %s is %d bytes, more than the limit %d"
-               % (what, _STYPE_NAMES[stype], shape, dense_nbytes, MAX_SPARSE_DENSE_BYTES), at)
+    _checked_nbytes(r, shape, dtype, what, at)  # the dense shape must at least be describable
     data = _read_data(r, storage_shape, dtype, what, at)
     aux = [_read_data(r, s, dt, "%s aux %d" % (what, k), a)
            for k, (dt, s, a) in enumerate(aux_info)]
-    if stype == STYPE_ROW_SPARSE:
-        return _densify_row_sparse(r, data, aux[0], shape, what, at)
-    return _densify_csr(r, data, aux[0], aux[1], shape, what, at)
+    return _SparseRecord(stype, shape, data, aux, what, at)
+
+
+def _check_sparse_budget(records, names, file_nbytes):
+    """Refuse a file whose sparse records would densify far beyond its own size (see
+    SPARSE_DENSE_MIN_BYTES), before any of them is densified."""
+    limit = max(SPARSE_DENSE_MIN_BYTES, SPARSE_EXPANSION * file_nbytes)
+    total = 0
+    for i, rec in enumerate(records):
+        if not isinstance(rec, _SparseRecord):
+            continue
+        total += rec.dense_nbytes
+        if total > limit:
+            name = " (%r)" % names[i] if names else ""
+            earlier = total - rec.dense_nbytes
+            raise MXNetError(
+                "nd.load: %s%s at offset %d: the %s array of shape %s and dtype %s needs %d bytes "
+                "dense (mixnet stores every array dense)%s; the limit for a file of %d bytes is %d "
+                "bytes (max(%d, %d x file size); raise mixnet.serialization.SPARSE_DENSE_MIN_BYTES "
+                "to load it)" % (rec.what, name, rec.at, _STYPE_NAMES[rec.stype], rec.shape,
+                                 _dtype_name(rec.data.dtype), rec.dense_nbytes,
+                                 ", %d with the earlier sparse records" % total if earlier else "",
+                                 file_nbytes, limit, SPARSE_DENSE_MIN_BYTES, SPARSE_EXPANSION))
+
+
+def _dtype_name(dt):
+    return "bfloat16" if dt == BFLOAT16 else str(dt)
 
 
 def _check_sparse_shapes(r, stype, storage_shape, shape, aux_info, what, at):
@@ -407,8 +462,9 @@ def decode(buf):
     """Parse an MXNet NDArray list file.
 
     Returns ``(arrays, names)``: a list of fresh numpy arrays (``None`` for a "none"
-    record; sparse records come back dense) and a list of str, or ``None`` for a list
-    file.  Reads legacy, V1, V2 and V3 records.  Raises MXNetError on any malformed input.
+    record; sparse records come back dense, within the bound in the module docstring) and
+    a list of str, or ``None`` for a list file.  Reads legacy, V1, V2 and V3 records.
+    Raises MXNetError on any malformed input.
     """
     r = _Reader(_as_bytes_view(buf))
     magic = r.u64("header magic")
@@ -420,13 +476,15 @@ def decode(buf):
     if n_arrays * 4 > r.left:  # every record is at least its 4-byte magic / ndim
         r.fail("array count %d cannot fit in the %d bytes left" % (n_arrays, r.left), at)
     try:
-        arrays = [_read_record(r, i) for i in range(n_arrays)]
+        records = [_read_record(r, i) for i in range(n_arrays)]
+        names = _read_names(r, n_arrays)
+        if r.left:
+            r.fail("%d bytes of trailing garbage after the names" % r.left)
+        _check_sparse_budget(records, names, len(r.buf))
+        arrays = [rec.densify(r) if isinstance(rec, _SparseRecord) else rec for rec in records]
     except MemoryError:  # sizes are checked first, so this means the host is short
-        raise MXNetError("nd.load: out of memory reading the record at offset %d"
-                         % r.pos) from None
-    names = _read_names(r, n_arrays)
-    if r.left:
-        r.fail("%d bytes of trailing garbage after the names" % r.left)
+        raise MXNetError("nd.load: out of memory loading the arrays of %d bytes of input"
+                         % len(r.buf)) from None
     return arrays, names
 
 
@@ -454,7 +512,11 @@ def load_file(path):
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(8)
+            # Check the magic before reading on, so that a device or pipe that never ends
+            # (nd.load("/dev/zero")) fails at once instead of filling the memory.
+            if data == struct.pack("<Q", LIST_MAGIC):
+                data += f.read()
     except FileNotFoundError:
         raise MXNetError("nd.load: no such file: %r" % path) from None
     except OSError as e:

@@ -4,7 +4,7 @@ import numpy as np
 from ..base import MXNetError
 from ..context import cpu
 from .. import serialization
-from .ndarray import NDArray, array
+from .ndarray import NDArray, _wrap, array
 
 
 def _flatten(data):
@@ -38,7 +38,9 @@ def _widen_bfloat16(a):
     """bfloat16 records (MXNet's structured uint16 dtype) load as float32, exactly: bfloat16 is float32's top half."""
     if a.dtype != serialization.DTYPE_CODES[12]:
         return a
-    return (a.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    wide = a.view(np.uint16).astype(np.uint32)
+    wide <<= 16     # in place: a load's peak memory stays the file's arrays plus one float32 copy
+    return wide.view(np.float32)
 
 
 def _wrap_loaded(arrays, names, ctx):
@@ -47,7 +49,8 @@ def _wrap_loaded(arrays, names, ctx):
     for a in arrays:
         if a is not None:
             a = _widen_bfloat16(a)
-            a = array(a, ctx=ctx, dtype=a.dtype)
+            # serialization returns fresh C-order arrays: on the host they become NDArrays without another copy
+            a = _wrap(a, ctx) if ctx.device_type != "gpu" else array(a, ctx=ctx, dtype=a.dtype)
         result.append(a)
     if names is None:
         return result
