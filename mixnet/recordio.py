@@ -11,7 +11,10 @@ joins the parts with the magic between them. A ``.idx`` file is text, one ``key<
 record.
 
 Reading never trusts the file: every length is checked against the bytes left in the file before anything is
-allocated, and a bad magic, a bad part sequence or a truncated record raise `MXNetError` naming the offset.
+allocated, and a bad magic, a bad part sequence or a truncated record raise `MXNetError` naming the offset. An
+index that is not UTF-8 text, has a malformed line or an offset outside the ``.rec`` file raises `MXNetError`
+naming the line; a key that is not in the index raises `MissingKeyError` (an `MXNetError` and, as in MXNet, a
+`KeyError`).
 
 `pack_img` / `unpack_img` (JPEG/PNG coding through OpenCV in MXNet) are not provided: mixnet has no image codec
 dependency. `pack` / `unpack` (the `IRHeader` label header) are.
@@ -26,7 +29,7 @@ import numpy as np
 
 from .base import MXNetError
 
-__all__ = ["MXRecordIO", "MXIndexedRecordIO", "IRHeader", "pack", "unpack"]
+__all__ = ["MXRecordIO", "MXIndexedRecordIO", "MissingKeyError", "IRHeader", "pack", "unpack"]
 
 _MAGIC = 0xced7230a
 _MAGIC_BYTES = struct.pack("<I", _MAGIC)
@@ -228,6 +231,12 @@ def _read_record(handle, uri):
     return _MAGIC_BYTES.join(parts)
 
 
+class MissingKeyError(MXNetError, KeyError):
+    """`seek` / `read_idx` of a key the index does not hold (a KeyError, as in MXNet)."""
+
+    __str__ = MXNetError.__str__  # the message as written, not KeyError's repr of it
+
+
 class MXIndexedRecordIO(MXRecordIO):
     """RecordIO with random access through an index file (``key<TAB>offset`` lines).
 
@@ -255,10 +264,14 @@ class MXIndexedRecordIO(MXRecordIO):
             return
         self.fidx = None
         try:
-            with open(self.idx_path, "r") as f:
-                lines = f.readlines()
+            with open(self.idx_path, "rb") as f:
+                raw = f.read()
         except OSError as err:
             raise MXNetError(f"RecordIO: cannot read index {self.idx_path!r}: {err}") from None
+        try:
+            lines = raw.decode("utf-8").split("\n")
+        except UnicodeDecodeError as err:
+            raise MXNetError(f"Invalid RecordIO index {self.idx_path!r}: not UTF-8 text at byte {err.start}") from None
         size = _file_size(self.handle)
         for lineno, line in enumerate(lines, 1):
             fields = line.strip().split("\t")
@@ -300,8 +313,8 @@ class MXIndexedRecordIO(MXRecordIO):
         self._check_pid(allow_reset=True)
         try:
             pos = self.idx[idx]
-        except KeyError:
-            raise KeyError(f"RecordIO: key {idx!r} is not in the index {self.idx_path!r}") from None
+        except (KeyError, TypeError):  # TypeError: an unhashable key
+            raise MissingKeyError(f"RecordIO: key {idx!r} is not in the index {self.idx_path!r}") from None
         self.handle.seek(pos)
 
     def read_idx(self, idx):
