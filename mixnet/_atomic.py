@@ -111,14 +111,18 @@ def atomic_open(path, mode="wb", encoding=None, durable=False):
     _remove_stale(directory, prefix)
     while True:
         tmp = os.path.join(directory, f"{prefix}{_HOST}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+        with _lock:     # registered before it exists: another thread's clean-up must never see it unregistered
+            _writing.add(tmp)
         try:
             # 0o666 & ~umask: the same permissions a plain open() would give the file.
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-        except FileExistsError:
-            continue
+        except BaseException as err:
+            with _lock:
+                _writing.discard(tmp)
+            if isinstance(err, FileExistsError):
+                continue
+            raise
         break
-    with _lock:
-        _writing.add(tmp)
     try:
         with (os.fdopen(fd, "wb") if mode == "wb" else os.fdopen(fd, "w", encoding=encoding or "utf-8")) as f:
             yield f

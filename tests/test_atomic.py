@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -125,6 +126,26 @@ def test_which_leftovers_are_removed(tmp_path):
     assert path.read_bytes() == b"new"
     assert temps(tmp_path) == sorted(kept)
     assert not set(removed) & set(os.listdir(tmp_path))
+
+
+def test_threads_saving_the_same_file_never_remove_each_others_temp_files(tmp_path):
+    path = tmp_path / "shared.params"
+    errors = []
+
+    def save(k):
+        try:
+            for i in range(30):
+                _atomic.write_atomic(path, b"%d-%d" % (k, i) * 1000)
+        except BaseException as err:     # reported below: a vanished temp file fails os.replace
+            errors.append(err)
+
+    threads = [threading.Thread(target=save, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert temps(tmp_path) == [] and path.read_bytes().endswith(b"-29")
 
 
 def test_long_names_and_text(tmp_path):
