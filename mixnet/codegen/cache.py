@@ -1,7 +1,9 @@
 """On-disk cache of generated kernel source, so that a second process starts warm.
 
 Each kernel is a plain `.py` file named by the sha1 of its content, `mx_<sha1[:16]>.py`, in a mixnet-owned
-directory (default `~/.cache/mixnet/kernels`, or `$MIXNET_CACHE_DIR`). Its functions are `@njit(cache=True)`, so
+directory (default `~/.cache/mixnet/kernels`, or `$MIXNET_CACHE_DIR`). The content is the kernel's structure: ops
+and constants, never the user's file:line (the renderers leave locations out of the cached form), so the same
+math written on any line of any script is one file. Its functions are `@njit(cache=True)`, so
 Numba stores the compiled machine code beside it (in `<dir>/numba`), keyed on a hash of the file's content:
 a later process that generates the same source imports the same file and gets a Numba cache hit (~0.15 s
 instead of ~0.5 s per kernel; reference/performance.md §4.4).
@@ -35,6 +37,9 @@ __all__ = ["cache_dir", "set_cache_dir", "kernel_name", "load_source", "store_so
 
 _lock = threading.RLock()
 _override = None
+# Header lines of every generated kernel file on what it holds (after the renderer's comment mark).
+CACHED_FORM = ("the file is named by the hash of its content; it names ops but not the user's lines, so the same",
+               "math written anywhere is one file (MIXNET_SHOW_CODE=1 prints it with the lines).")
 
 
 def cache_dir():
