@@ -417,14 +417,15 @@ class CudaKernel:
         return render_kernel(self.group, layout, locations)
 
     def prepare(self, layout):
-        """Render `layout`'s kernel, store it in the cache directory and print it with the user's lines under
-        MIXNET_SHOW_CODE=1 (once per layout); returns (CudaSource, path). Needs no cupy."""
+        """Render `layout`'s kernel, store it in the cache directory (path None without a usable one) and print it
+        with the user's lines under MIXNET_SHOW_CODE=1 (once per layout); returns (CudaSource, path). Needs no
+        cupy."""
         with self._lock:
             if layout not in self.sources:
                 source = self.render(layout)
                 path = cache.store_source(source.text, ".cu")
                 if _show_code():
-                    print(f"// ---- mixnet kernel {path}\n"
+                    print(f"// ---- mixnet kernel {path or '(not stored: no usable cache directory)'}\n"
                           f"{self.render(layout, locations=True).text}", file=sys.stderr)
                 self.sources[layout], self.paths[layout] = source, path
             return self.sources[layout], self.paths[layout]

@@ -204,8 +204,8 @@ def _threshold_from_env():
 class Kernel:
     """A compiled group: `kernel(*inputs, out=None)` returns one array (or a tuple, for several outputs).
 
-    Attributes: source (the generated Python, as cached: no user lines), path (its file), module, serial /
-    parallel (Numba dispatchers),
+    Attributes: source (the generated Python, as cached: no user lines), path (its file; None when there is no
+    usable cache directory and the kernel compiled in memory), module, serial / parallel (Numba dispatchers),
     parallel_threshold (elements at and above which `parallel` runs), dtype.
     """
 
@@ -217,7 +217,7 @@ class Kernel:
         self._lock = threading.Lock()
         self._ready = set()
         self.module = cache.load_source(source)
-        self.path = self.module.__file__
+        self.path = getattr(self.module, "__file__", None)
 
     @property
     def serial(self):
@@ -243,6 +243,8 @@ class Kernel:
                 try:
                     getattr(self.module, variant).compile(self.signature())
                 except Exception:    # noqa: BLE001 - a broken cache entry: purge, re-import, compile once more
+                    if self.path is None:                       # compiled in memory: there is no cache entry
+                        raise
                     cache.purge_numba_cache(self.path)
                     self.module = cache.load_source(self.source, fresh=True)
                     self._ready.clear()
@@ -316,7 +318,8 @@ def compile_kernel(group, exact=None, parallel_threshold=None, compile_now=True)
                 from .numba_reduce import ReduceKernel
                 kernel = ReduceKernel(group, source, threshold)
             if os.environ.get("MIXNET_SHOW_CODE", "") not in ("", "0"):
-                print(f"# ---- mixnet kernel {kernel.path}\n{render_kernel(group, exact=exact)}", file=sys.stderr)
+                where = kernel.path or "(in memory: no usable cache directory)"
+                print(f"# ---- mixnet kernel {where}\n{render_kernel(group, exact=exact)}", file=sys.stderr)
             _kernels[key] = kernel
     if compile_now:
         kernel.ensure_compiled("serial")

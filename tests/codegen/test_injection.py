@@ -1,6 +1,6 @@
 """Generated code never runs text from a model file or a user's program (DESIGN.md, "Safety"): hostile node names,
 op names, locations and attribute values go through every code generator (compiled graph code, Numba fused and
-reduction kernels, CUDA source), and nothing runs while the results stay right.
+reduction kernels, CUDA source, the compiling child's arguments), and nothing runs while the results stay right.
 
 The payloads would run (or break the code) if pasted into a comment as they are: a newline, `\\r` or `\\r\\n`
 followed by a statement at the indentation of the graph code (4 spaces) or of a kernel loop (8), a backslash that
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import mixnet as mx
 from mixnet import autograd, config, gluon
-from mixnet.codegen import cache, cupy_gpu, numba_cpu
+from mixnet.codegen import cache, cupy_gpu, numba_cpu, precompile
 from mixnet.codegen.ir import Group, Reduction, Step, inp, step
 from mixnet.codegen.safe_text import LIMIT, comment_text
 
@@ -354,3 +354,32 @@ def test_cuda_source_of_hostile_names_and_locations(tmp_path):
     for k in range(len(HOSTILE), len(names)):
         x = [np.tanh(x), x * np.float32(0.9), x + b][k % 3]
     np.testing.assert_allclose(out, x, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------ the child
+@pytest.mark.parametrize("job", [
+    {"name": "../../tmp/x", "dtype": "float32", "arrays": 2, "variant": "serial"},
+    {"name": "mx_0123456789abcdef", "dtype": "float32; import os", "arrays": 2, "variant": "serial"},
+    {"name": "mx_0123456789abcdef", "dtype": "float32", "arrays": "2", "variant": "serial"},
+    {"name": "mx_0123456789abcdef", "dtype": "float32", "arrays": 2, "variant": "__init__"},
+    {"name": "mx_0123456789abcdef", "dtype": "float32", "arrays": 2, "variant": "serial", "path": "/x.py"},
+    {"eager": "float32\nimport os"},
+])
+def test_the_compiling_child_refuses_malformed_jobs(job):
+    with pytest.raises(ValueError, match="malformed job"):
+        precompile._main(json.dumps({"parent": os.getppid(), "jobs": [job]}))
+
+
+def test_the_compiling_child_runs_only_files_whose_content_is_their_name(tmp_path):
+    name = "mx_0123456789abcdef"
+    marker = tmp_path / "ran"
+    (tmp_path / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').close()\nserial = None\n")
+    argument = json.dumps({"parent": os.getpid(),
+                           "jobs": [{"name": name, "dtype": "float32", "arrays": 2, "variant": "serial"}]})
+    env = dict(os.environ, MIXNET_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_CACHE_DIR", None)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-m", "mixnet.codegen.precompile", argument], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert not marker.exists()
