@@ -292,8 +292,8 @@ def test_fused_kernel_of_hostile_names_and_locations(kernel_dir, dtype):
     np.testing.assert_allclose(kernel(a, b), expected, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("layout", ["trailing", "leading"])
-def test_reduction_kernel_of_hostile_names_and_locations(kernel_dir, layout):
+def test_reduction_kernel_of_hostile_names_and_locations(kernel_dir):
+    layout = "trailing"                 # the leading layout writes the same element() and reduction comments
     group = hostile_group(reduce=Reduction("sum", layout, HOSTILE[0], HOSTILE[1]))
     a, b = (np.random.default_rng(k).standard_normal((40, 50)).astype(np.float32) for k in (3, 4))
     values = hostile_numpy(a, b).astype(np.float64)
