@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["MXNetError", "DTYPES", "dtype_np", "dtype_name", "py_str", "integer_types", "numeric_types",
+__all__ = ["MXNetError", "MXNetWarning", "DTYPES", "dtype_np", "dtype_name", "py_str", "integer_types", "numeric_types",
            "string_types", "_as_list"]
 
 
@@ -16,6 +16,10 @@ class MXNetError(RuntimeError):
 
 class OpError(MXNetError, ValueError):
     """Bad input to an operator: names the op, the shapes/dtypes involved and the user's source line."""
+
+
+class MXNetWarning(UserWarning):
+    """Every warning mixnet issues on purpose about its own state derives from this (filter it as a whole)."""
 
 
 integer_types = (int, np.integer)

@@ -24,6 +24,11 @@ MIXNET_COMPILE_BACKGROUND=0
                         compile fused kernels before a hybridized block's first call returns. By default (1) the
                         first calls run the unfused compiled graph while the kernels compile in a background
                         thread, and later calls switch to the fused graph once it is ready.
+MIXNET_CACHE_DIR=path   where generated kernels and their Numba cache live (default ~/.cache/mixnet/kernels). It
+                        must be your own and writable by you only (or sticky): otherwise one warning, and kernels
+                        compile in memory without a disk cache (codegen/cache.py).
+MIXNET_CACHE_MAX_MB=N   size cap of that directory in MiB (default 512): the least recently used kernels are
+                        deleted when a new one would pass it.
 MXNET_BACKWARD_DO_MIRROR=1
                         MXNet's mirror option, for every hybridized block (per block: hybridize(mirror=True)):
                         elementwise results are recomputed in the backward pass instead of kept from the
@@ -50,4 +55,5 @@ SHOW_CODE = _flag("MIXNET_SHOW_CODE")
 VERIFY = _flag("MIXNET_VERIFY")
 FUSE_MIN_SIZE = int(float(os.environ.get("MIXNET_FUSE_MIN_SIZE", 16384)))
 COMPILE_BACKGROUND = _flag("MIXNET_COMPILE_BACKGROUND", True)
+CACHE_MAX_MB = float(os.environ.get("MIXNET_CACHE_MAX_MB", 512))
 MIRROR = _flag("MXNET_BACKWARD_DO_MIRROR")

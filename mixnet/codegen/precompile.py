@@ -3,12 +3,25 @@ slowed down.
 
 Numba's compiler is Python code: in a thread of the training process it holds the GIL for seconds and every
 numpy call of the training loop waits for it. A child process (`python -m mixnet.codegen.precompile`) compiles
-the kernels into the shared on-disk cache instead; the training process then only loads them (~0.15 s each). A
-child whose parent has exited still finishes, so the next run starts warm. At most one child compiles for a
-process at a time (the machines have few cores); a second request waits for the first child to end.
+the kernels into the shared on-disk cache instead; the training process then only loads them (~0.15 s each).
+
+One compiling child per cache directory, across processes. Several scripts started together with a cold cache
+want the same kernels; each would start a child and they would compile the same kernels side by side on a machine
+with few cores. So a process takes the cache directory's lock file (cache.compile_lock, fcntl.flock) before it
+starts a child, and only then looks at what is still missing: a process that finds the lock taken waits for it in
+its background thread (its calls run unfused, or on the generic path, meanwhile), and usually then finds that the
+holder's child compiled everything and starts none. The child inherits the locked file, so the lock is held until
+it exits. Within a process, one child at a time (`_ONE_CHILD`). Without a usable cache directory there is nothing
+to share: fused kernels compile in memory in the process itself (no child), and the eager loops, which Numba
+caches elsewhere, compile in an unlocked child.
+
+A child's work is for the process that started it: it checks every 0.2 s that its parent is still there
+(os.getppid()) and exits at once when it is not, so no child runs on after short scripts have ended. Its
+argument is JSON that names kernels by their cache name (`mx_<16 hex>`, a file in the cache directory whose
+content must hash to that name), dtypes and variants from fixed sets, and array counts; anything else is refused.
 
 Two kinds of kernels:
-* fused kernels (`compile_elsewhere`, `is_cached`): generated files in mixnet's kernel cache, compiled by path and
+* fused kernels (`compile_elsewhere`, `is_cached`): generated files in mixnet's kernel cache, compiled by name and
   signature.
 * the eager fast-path loops of `mixnet/ops/_numba_kernels.py` and the GEMM epilogue loops of
   `mixnet/ops/_epilogue_kernels.py` (`compile_eager_elsewhere`, `eager_is_cached`), per dtype: the child runs each
@@ -25,9 +38,11 @@ import importlib
 import importlib.metadata
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
+import time
 
 from .._atomic import write_atomic
 from . import cache
@@ -38,39 +53,58 @@ _ONE_CHILD = threading.Lock()
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _EAGER_DIR = os.path.join(_PACKAGE_ROOT, "mixnet", "ops")
 EAGER_MODULES = ("_numba_kernels", "_epilogue_kernels")      # in _EAGER_DIR, compiled and checked together
+_DTYPES = ("float32", "float64")
+_VARIANTS = ("serial", "parallel")
+_KERNEL_NAME = re.compile(r"mx_[0-9a-f]{16}")
+_PARENT_POLL = 0.2                                           # seconds between the child's checks on its parent
 
 
 def is_cached(kernel):
-    """Numba has cache files for this kernel's file (from this or an earlier process)."""
-    return bool(cache.numba_cache_files(kernel.path))
+    """Numba has cache files for this kernel's file (from this or an earlier process); False for a kernel compiled
+    in memory."""
+    return kernel.path is not None and bool(cache.numba_cache_files(kernel.path))
 
 
 def compile_elsewhere(jobs, timeout=600):
-    """jobs: [(Kernel, variant)]. Compiles them in a child process into the cache; returns True on success (the
-    caller then loads them with Kernel.ensure_compiled, and compiles itself when this returned False)."""
-    spec = [{"path": k.path, "dtype": k.dtype.name, "arrays": k.n_inputs + k.n_outputs, "variant": v}
-            for k, v in jobs]
-    return _run_child(spec, {"MIXNET_CACHE_DIR": cache.cache_dir(), "NUMBA_CACHE_DIR": cache.numba_cache_dir()},
+    """jobs: [(Kernel, variant)]. Compiles those not in the cache yet in a child process into the cache; returns
+    True when that worked (the caller then loads them with Kernel.ensure_compiled, which compiles in the process
+    what is still missing). Kernels compiled in memory (no usable cache directory) are left to the caller."""
+    jobs = [(k, v) for k, v in jobs if k.path is not None]
+    if not jobs:
+        return False
+
+    def pending():
+        return [{"name": cache.kernel_name(k.source), "dtype": k.dtype.name, "arrays": k.n_inputs + k.n_outputs,
+                 "variant": v} for k, v in jobs if not is_cached(k)]
+    return _run_child(pending, {"MIXNET_CACHE_DIR": cache.cache_dir(), "NUMBA_CACHE_DIR": cache.numba_cache_dir()},
                       timeout)
 
 
 def compile_eager_elsewhere(dtypes, timeout=600):
-    """Compiles the eager loops for each dtype name ('float32', 'float64') in a child process into Numba's cache
-    (where this process's Numba looks: the same NUMBA_CACHE_DIR); True on success."""
-    return _run_child([{"eager": d} for d in dtypes], {}, timeout)
+    """Compiles the eager loops for each dtype name ('float32', 'float64') not cached yet in a child process into
+    Numba's cache (where this process's Numba looks: the same NUMBA_CACHE_DIR); True on success."""
+    return _run_child(lambda: [{"eager": d} for d in dtypes if not eager_is_cached(d)], {}, timeout)
 
 
-def _run_child(spec, env, timeout):
+def _run_child(pending, env, timeout):
+    """Under the cache directory's lock, one child for the jobs `pending()` still lists (none: nothing to do)."""
     # The child imports the mixnet this module belongs to (also when the parent found it through sys.path edits),
-    # so its Numba cache keys match. Its output is not kept: it may outlive this process and its pipes.
+    # so its Numba cache keys match. Its output is not kept.
     path = os.environ.get("PYTHONPATH")
     env = dict(os.environ, PYTHONPATH=_PACKAGE_ROOT + (os.pathsep + path if path else ""), **env)
+    deadline = time.monotonic() + timeout
     with _ONE_CHILD:
         try:
-            done = subprocess.run([sys.executable, "-m", "mixnet.codegen.precompile", json.dumps(spec)], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout,
-                                  check=False)
-        except (OSError, subprocess.SubprocessError):
+            with cache.compile_lock(timeout) as lock:
+                jobs = pending()
+                if not jobs:
+                    return True
+                argument = json.dumps({"parent": os.getpid(), "jobs": jobs})
+                done = subprocess.run([sys.executable, "-m", "mixnet.codegen.precompile", argument], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                                      timeout=max(1.0, deadline - time.monotonic()),
+                                      pass_fds=() if lock is None else (lock,))
+        except (OSError, subprocess.SubprocessError, TimeoutError):
             return False
     return done.returncode == 0
 
@@ -173,25 +207,55 @@ def _write_eager_marker(dtype, kernels):
     return True
 
 
-def _main(spec):
-    from .numba_cpu import signature
-    if any("eager" in job for job in spec) and hasattr(os, "nice"):
+def _checked(job):
+    """One job of the child's argument, checked field by field: it names a file to run and a function to call."""
+    if isinstance(job, dict) and set(job) == {"eager"} and job["eager"] in _DTYPES:
+        return job
+    if (isinstance(job, dict) and set(job) == {"name", "dtype", "arrays", "variant"}
+            and isinstance(job["name"], str) and _KERNEL_NAME.fullmatch(job["name"])
+            and job["dtype"] in _DTYPES and job["variant"] in _VARIANTS
+            and type(job["arrays"]) is int and 0 < job["arrays"] <= 4096):
+        return job
+    raise ValueError(f"precompile: malformed job {job!r}")
+
+
+def _exit_with_parent(parent):
+    """The child's watchdog: ends the child as soon as the process that started it is gone."""
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL)
+    os._exit(3)
+
+
+def _main(argument):
+    spec = json.loads(argument)
+    if not isinstance(spec, dict) or type(spec.get("parent")) is not int or not isinstance(spec.get("jobs"), list):
+        raise ValueError("precompile: the argument is {'parent': pid, 'jobs': [...]}")
+    jobs = [_checked(job) for job in spec["jobs"]]
+    threading.Thread(target=_exit_with_parent, args=(spec["parent"],), daemon=True).start()
+    from .numba_cpu import signature                          # imports Numba (~1 s): after the watchdog starts
+    if any("eager" in job for job in jobs) and hasattr(os, "nice"):
         # The parent keeps training on the generic path meanwhile: on a machine with few cores it should not
         # have to share its core with the compiler.
         os.nice(10)
-    if any("eager" in job for job in spec):
+    if any("eager" in job for job in jobs):
         drop_stale_eager_cache()
-    for job in spec:
+    for job in jobs:
         if "eager" in job:
             for name in EAGER_MODULES:
                 kernels = importlib.import_module(f"..ops.{name}", __package__)
                 kernels.warm_up(job["eager"])
                 _write_eager_marker(job["eager"], kernels)
             continue
-        with open(job["path"], encoding="utf-8") as f:
-            module = cache.load_source(f.read())
+        directory = cache.usable_dir()
+        if directory is None:
+            sys.exit(2)
+        with open(os.path.join(directory, job["name"] + ".py"), encoding="utf-8") as f:
+            source = f.read()
+        if cache.kernel_name(source) != job["name"]:       # changed since the parent wrote it: not what it asked
+            sys.exit(2)
+        module = cache.load_source(source)
         getattr(module, job["variant"]).compile(signature(job["dtype"], job["arrays"]))
 
 
 if __name__ == "__main__":
-    _main(json.loads(sys.argv[1]))
+    _main(sys.argv[1])

@@ -9,6 +9,9 @@ that it stays inside the small language both backends implement:
 * numbers, the input names, and calls of the functions in `FUNCTIONS` (with their arity);
 * `+ - * /`, unary `-`/`+`/`not`, a single comparison, and `& | ^` between booleans.
 
+Attribute values become plain Python ints and floats here (anything else is refused), so a backend renders a
+number it parsed, never text it was given.
+
 Each backend maps the function names to its own (`exp` is `exp_f32` in a float32 Numba kernel, `expf` in a float32
 CUDA kernel) and renders constants in the kernel's dtype. A boolean-valued expression (`is_bool`) is cast back to
 the kernel's dtype by both, as MXNet's comparisons return 0/1 in the input dtype.
@@ -100,7 +103,11 @@ class _Substitute(ast.NodeTransformer):
             return ast.copy_location(ast.Name(self.args[int(node.id[4:])], ast.Load()), node)
         if node.id.startswith("__attr_"):
             value = self.attrs[node.id[7:]]
-            value = float(value) if isinstance(value, np.number) else value
+            # a plain int or float made here (not the object given, nor a string): what the backends render
+            if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+                value = int(value)
+            elif isinstance(value, (float, np.floating)):
+                value = float(value)
             return self.visit_Constant(ast.copy_location(ast.Constant(value), node))
         self.fail(f"unknown name {node.id!r}")
 

@@ -75,6 +75,8 @@ class InferencePlan:
         self._current = self._build(base)
         self._fusing = None
         if fusion:
+            from ..codegen import cache
+            cache.usable_dir()             # checked here, so that a warning about it points at the user's call
             if config.COMPILE_BACKGROUND:
                 self._fusing = threading.Thread(target=self._fuse, args=(base, shapes, dtypes, True),
                                                 daemon=True, name="mixnet-fusion")

@@ -9,10 +9,11 @@
 * Compile latency. Compiling the loops for one dtype takes ~10 s on this machine (Numba's compiler holds the GIL),
   which used to land inside the first LeNet step. By default (config.COMPILE_BACKGROUND) a dtype whose loops are
   not in Numba's on-disk cache yet keeps the generic path while one child process compiles them into that cache
-  (codegen/precompile.py: at most one compiling child per process, for these and the fused kernels). Once a
-  dtype's loops are in the cache, a background thread imports the modules and loads their machine code (~1 s
-  once: Numba's import and the cache loads), so that no call waits for it (the first hybridized MLP call would
-  otherwise take ~1 s); calls keep the generic path until it is done. With MIXNET_COMPILE_BACKGROUND=0 the module
+  (codegen/precompile.py: one compiling child at a time per kernel cache directory, across processes, for these
+  and the fused kernels; it ends when this process does). Once a dtype's loops are in the cache, a background
+  thread imports the modules and loads their machine code (~1 s once: Numba's import and the cache loads), so
+  that no call waits for it (the first hybridized MLP call would otherwise take ~1 s); calls keep the generic
+  path until it is done. With MIXNET_COMPILE_BACKGROUND=0 the module
   is imported on first use and the loops compile on their first call, as Numba does by default.
   `wait_compiled()` blocks until the child and the loading are done (benchmarks, tests).
 * `workspace(slot, shape, dtype)`: an uninitialised C-contiguous array from a per-thread buffer that is kept
@@ -124,7 +125,8 @@ def _launch():
     global _compiling
     if _compiling is not None or not _pending:
         return
-    from ..codegen import precompile
+    from ..codegen import cache, precompile
+    cache.usable_dir()        # the child locks it: checked here, so that a warning about it points at the user's call
     dtypes = sorted(_pending)
     _pending.clear()
     thread = threading.Thread(target=precompile.compile_eager_elsewhere, args=(dtypes,), daemon=True,

@@ -4,13 +4,17 @@ The generated function takes the raw (numpy/cupy) buffers of the graph's inputs 
 raw buffers of its outputs. Each line calls the registry kernel directly — the dispatch door, NDArray wrapping
 and taping are skipped, since the caller records the whole graph as one op — and each value is deleted after
 its last use, so only live activations are held. The source is readable (one comment per node with the op, the
-node name and the user's line; MIXNET_SHOW_CODE=1 prints it) and `CompiledGraph.source` keeps it.
+node name and the user's line; MIXNET_SHOW_CODE=1 prints it) and `CompiledGraph.source` keeps it. Every name in
+the code is generated (`i0`, `v3`, `K3`, `A3`); kernels, attribute dicts and planned buffers are passed in the
+exec namespace, never as text, and node names and locations (which may come from a model file) reach the source
+only in comments, through codegen/safe_text.comment_text.
 
 When a kernel raises, the graph is re-run through the interpreter (`executor.run_graph`), whose error names the
 node, its op, the shapes and dtypes and the user's source line.
 """
 from .. import config
 from ..base import MXNetError
+from ..codegen.safe_text import comment_text
 from ..ops import dispatch
 from . import memory
 from .graph import topo_order
@@ -91,8 +95,10 @@ class CompiledGraph:
 
 
 def _comment(node):
-    where = f"  [{node.location}]" if node.location else ""
-    return f"# {node.op.name} {node.name}{where}"
+    """The node's comment: its op, name and user line, through comment_text (a name from a model file may hold
+    a newline or anything else; it must stay inside the comment)."""
+    where = f"  [{comment_text(node.location)}]" if node.location else ""
+    return f"# {comment_text(node.op.name)} {comment_text(node.name)}{where}"
 
 
 def _destination_outputs(symbol, out_buffers):

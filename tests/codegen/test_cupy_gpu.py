@@ -364,7 +364,11 @@ def test_show_code_prints_each_layout_once_and_stores_the_source(kernel_dir, mon
     source, path = kernel.prepare(cg.Layout(2, (1,)))
     kernel.prepare(cg.Layout(2, (1,)))
     err = capsys.readouterr().err
-    assert err.count("// ---- mixnet kernel") == 1 and path in err and source.text in err
+    # printed with the user's lines; stored and compiled without them (the same math on any line: one kernel)
+    located = cg.render_kernel(chain_group("float64"), cg.Layout(2, (1,))).text
+    assert err.count("// ---- mixnet kernel") == 1 and path in err and located in err and HERE in located
+    assert source.text == cg.render_kernel(chain_group("float64"), cg.Layout(2, (1,)), locations=False).text
+    assert HERE not in source.text and source.text.count("// tanh") == 1
     assert os.path.dirname(path) == str(kernel_dir) and path.endswith(".cu")
     with open(path) as f:
         assert f.read() == source.text

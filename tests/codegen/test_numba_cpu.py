@@ -117,15 +117,20 @@ def test_float32_stays_float32(kernels):
 
 
 def test_source_is_readable(kernels):
-    src = kernels["w1"].source
+    src = render_kernel(w1_group())                     # for people: each node with its op and user line
     body = src[src.index("def serial"):src.index("@njit", src.index("def serial"))]
     for s in w1_group().steps:
         assert re.search(rf"v\d+ = .*# {re.escape(s.op)}\s+{re.escape(s.location)}$", body, re.M), s.op
     assert len(re.findall(r"^\s+v\d+ = ", body, re.M)) == len(w1_group().steps)    # one line per node
     assert "np.float32(0.5)" in body and "tanh_f32(" in body and "np.tanh" not in body
     assert re.search(r"for i in prange\(n\)", src)
+    # what is cached and compiled: the same lines, ops named, no user lines
+    cached = kernels["w1"].source
+    assert cached == render_kernel(w1_group(), locations=False)
+    assert [ln.split("#")[0] for ln in cached.splitlines()] == [ln.split("#")[0] for ln in src.splitlines()]
+    assert "test_numba_cpu.py" not in cached and "# tanh" in cached
     with open(kernels["w1"].path) as f:
-        assert f.read() == src
+        assert f.read() == cached
 
 
 def test_exact_switch_uses_libm(kernel_dir):
