@@ -1,5 +1,7 @@
 """`mx.init`: weight initializers, with MXNet 1.x's names, registry, `dumps()` format and name-suffix dispatch."""
+import inspect
 import json
+import math
 import re
 
 import numpy as np
@@ -129,7 +131,15 @@ class Constant(Initializer):
 
     def _init_weight(self, name, arr):
         value = self.value
-        arr[:] = value.asnumpy() if hasattr(value, "asnumpy") else np.asarray(value)
+        try:
+            value = value.asnumpy() if hasattr(value, "asnumpy") else np.asarray(value)
+            ok = value.dtype.kind in "biuf" and np.broadcast_shapes(value.shape, tuple(arr.shape)) == tuple(arr.shape)
+        except ValueError:           # a ragged list, or shapes that do not broadcast
+            ok = False
+        if not ok:
+            raise MXNetError(f"Constant initializer: value {self.value!r:.80} cannot fill {str(name)!r} of shape "
+                             f"{tuple(arr.shape)}")
+        arr[:] = value
 
 
 @register
@@ -291,12 +301,57 @@ def create(init, **kwargs):
         raise MXNetError(f"cannot make an initializer from {type(init).__name__}")
     text = init.strip()
     if text.startswith("["):
-        try:
-            name, params = json.loads(text)
-        except (ValueError, TypeError) as err:
-            raise MXNetError(f"invalid initializer description {init!r}: {err}") from None
-        return create(name, **params)
-    klass = _REGISTRY.get(text.lower())
+        return _from_description(text)
+    return _registered(text)(**kwargs)
+
+
+def _registered(name):
+    klass = _REGISTRY.get(name.lower())
     if klass is None:
-        raise MXNetError(f"unknown initializer {init!r} (known: {', '.join(sorted(_REGISTRY))})")
-    return klass(**kwargs)
+        raise MXNetError(f"unknown initializer {name!r:.80} (known: {', '.join(sorted(_REGISTRY))})")
+    return klass
+
+
+def _from_description(text):
+    """dumps()'s '["name", {arguments}]'. Such text comes from model files (a variable's __init__ attribute), so it
+    is read with json and checked against the initializer's signature before anything is made: known argument
+    names, finite numbers where the default is a number, text where it is text, otherwise plain JSON values
+    (numbers, text, booleans, lists of them). Nothing is evaluated."""
+    what = f"invalid initializer description {text!r:.80}"
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        raise MXNetError(f"{what}: not valid JSON") from None
+    if not (isinstance(doc, list) and len(doc) == 2 and isinstance(doc[0], str) and isinstance(doc[1], dict)):
+        raise MXNetError(f'{what}: expected ["name", {{arguments}}]')
+    name, arguments = doc
+    klass = _registered(name)
+    signature = inspect.signature(klass)
+    try:
+        signature.bind(**arguments)
+    except TypeError as err:
+        raise MXNetError(f"{what}: {err} (arguments of {klass.__name__}: {', '.join(signature.parameters)})") \
+            from None
+    for key, value in arguments.items():
+        default = signature.parameters[key].default if key in signature.parameters else None
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        elif isinstance(default, str):
+            ok = isinstance(value, str)
+        else:
+            ok = _plain(value, 8)
+        if not ok:
+            raise MXNetError(f"{what}: argument {key}={value!r:.80} of {klass.__name__} has the wrong type")
+    try:
+        return klass(**arguments)
+    except (TypeError, ValueError, ArithmeticError) as err:     # e.g. MSRAPrelu's slope ** 2 overflowing
+        raise MXNetError(f"{what}: {type(err).__name__}: {err}") from None
+
+
+def _plain(value, depth):
+    """A JSON scalar (finite if a number), or a list of them nested at most `depth` levels."""
+    if value is None or isinstance(value, (bool, str)):
+        return True
+    if isinstance(value, (int, float)):
+        return math.isfinite(value)
+    return isinstance(value, list) and depth > 0 and all(_plain(v, depth - 1) for v in value)

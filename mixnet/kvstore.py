@@ -135,8 +135,14 @@ class KVStore:
     def load_optimizer_states(self, fname):
         if self._updater is None or not isinstance(self._updater, opt.Updater):
             raise MXNetError("KVStore.load_optimizer_states: no optimizer was set (set_optimizer)")
-        with open(fname, "rb") as f:
-            self._updater.set_states(f.read())
+        try:
+            with open(fname, "rb") as f:
+                data = f.read()
+        except OSError as err:
+            raise MXNetError(f"cannot read optimizer states from {fname!r}: {err}") from None
+        # checked against the stored weights before anything changes (Updater.set_states)
+        self._updater.set_states(data, repr(fname), dict(self._store))
+        self._optimizer = self._updater.optimizer
 
     def barrier(self):
         pass

@@ -53,6 +53,10 @@ class LRScheduler:
         raise NotImplementedError(f"{type(self).__name__} must implement __call__()")
 
 
+# FactorScheduler applies at most this many passed steps one by one (as MXNet does), then all the rest at once.
+_MAX_CATCH_UP = 1000
+
+
 def _check_factor(factor):
     if factor > 1.0:
         raise ValueError(f"Factor must be no more than 1 to make lr reduce, got {factor}")
@@ -80,6 +84,10 @@ class FactorScheduler(LRScheduler):
             return self.get_warmup_lr(num_update)
         # a loop, not an if: resuming at a large num_update applies every step passed
         while num_update > self.count + self.step:
+            if self.base_lr == self.stop_factor_lr or self.factor == 1 or \
+                    num_update - self.count > _MAX_CATCH_UP * self.step:
+                self._catch_up(num_update)
+                break
             self.count += self.step
             self.base_lr *= self.factor
             if self.base_lr < self.stop_factor_lr:
@@ -89,6 +97,19 @@ class FactorScheduler(LRScheduler):
             else:
                 logging.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
         return self.base_lr
+
+    def _catch_up(self, num_update):
+        """All the steps passed at once (the loop's result up to rounding; the rate no longer changes or a restored
+        count lags num_update by more than _MAX_CATCH_UP steps): never a loop as long as num_update is large."""
+        steps = (num_update - self.count - 1) // self.step
+        self.count += steps * self.step
+        if self.base_lr != self.stop_factor_lr and self.factor != 1:
+            try:
+                lowered = self.base_lr * self.factor ** steps
+            except OverflowError:
+                lowered = 0.0
+            self.base_lr = max(lowered, self.stop_factor_lr)
+            logging.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
 
 
 class MultiFactorScheduler(LRScheduler):

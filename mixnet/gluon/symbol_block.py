@@ -2,20 +2,87 @@
 `.params`). Every graph input that is not a data input becomes a Parameter (auxiliary states, such as BatchNorm's
 running statistics, get grad_req 'null'). The forward runs the graph compiled, as a hybridized block's does
 (gluon/cached_op.py: one plan per input signature, one tape node per call), so gradients with respect to inputs
-and parameters work as for any block."""
+and parameters work as for any block. hybridize() only sets the options (static_alloc...) its next plans are made
+with, and inside a hybridized parent's trace the graph is composed into the parent's.
+
+A variable's hidden attributes give its Parameter's declared shape, dtype and initializer. They come from a file,
+so they are parsed strictly (never evaluated) and bounded: a declared shape of more than MAX_DECLARED_ELEMENTS
+elements (MXNet 1.x's limit without its large-tensor build) is refused before anything is allocated."""
+import math
+import re
+
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, dtype_np
 from ..ndarray.ndarray import NDArray
 from ..serialization import DTYPE_CODES
+from .. import initializer as init_module
 from .. import symbol as symbol_module
+from ..symbol.graph import Node, topo_order
 from ..symbol.infer import known
+from ..symbol.json_io import short_repr
 from ..ops.attrs import parse_shape
 from . import cached_graph
 from .block import HybridBlock
 from .parameter import DeferredInitializationError, ParameterDict
 
-__all__ = ["SymbolBlock"]
+__all__ = ["SymbolBlock", "MAX_DECLARED_ELEMENTS"]
+
+# MXNet 1.x's default build handles tensors of at most 2**31 - 1 elements.
+MAX_DECLARED_ELEMENTS = 2 ** 31 - 1
+_MAX_NDIM = 32          # numpy's limit is 64; MXNet's kernels take far fewer
+
+
+def _declared(name, raw):
+    """Parameter arguments from a variable's hidden attributes: `__shape__` (a 0 is an unknown dimension),
+    `__dtype__` (MXNet's dtype code) and `__init__` (an initializer name or its dumps() form, see
+    initializer.create), each checked as symbol/infer.py reads them."""
+    def refuse(key, why):
+        return MXNetError(f"SymbolBlock: variable {short_repr(name)}: attribute {key}={short_repr(raw[key])}: {why}")
+    kwargs = {}
+    if "__shape__" in raw:
+        try:
+            shape = parse_shape(raw["__shape__"])
+        except ValueError as err:
+            raise refuse("__shape__", err) from None
+        if len(shape) > _MAX_NDIM or any(d < 0 for d in shape):
+            raise refuse("__shape__", f"a shape has at most {_MAX_NDIM} dimensions, each >= 0 (0: unknown)")
+        if math.prod(d for d in shape if d) > MAX_DECLARED_ELEMENTS:
+            raise refuse("__shape__", f"more than {MAX_DECLARED_ELEMENTS} elements")
+        kwargs["shape"] = shape
+    if "__dtype__" in raw:
+        text = raw["__dtype__"]
+        code = int(text) if re.fullmatch(r"\s*[0-9]{1,2}\s*", text) else None
+        try:
+            kwargs["dtype"] = dtype_np(DTYPE_CODES[code])
+        except (KeyError, MXNetError):
+            raise refuse("__dtype__", f"not a dtype code mixnet supports (codes: "
+                                      f"{', '.join(str(c) for c in DTYPE_CODES if c != 12)})") from None
+    if "__init__" in raw:
+        try:
+            init_module.create(raw["__init__"])      # checked now; the Parameter keeps the text, as MXNet's does
+        except MXNetError as err:
+            raise refuse("__init__", err) from None
+        kwargs["init"] = raw["__init__"]
+    return kwargs
+
+
+def _compose(symbol, entries):
+    """The output entries of a copy of `symbol` whose variables named in `entries` ({name: (node, index)}) read
+    those entries instead: how a SymbolBlock's graph joins a hybridized parent's trace (the parameters' variables
+    are kept, so the parent reads them as this block's Parameters)."""
+    made = {}               # id(original node) -> its copy, or for a variable the entry that replaces it
+
+    def entry(src, idx):
+        return made[id(src)] if src.op is None else (made[id(src)], idx)
+    for node in topo_order(symbol._outputs):
+        if node.op is None:
+            made[id(node)] = entries.get(node.name, (node, 0))
+            continue
+        copy = Node(node.op, node.name, node.attrs, dict(node.raw), [entry(*e) for e in node.inputs], node.location)
+        copy.json_outputs, copy.json_versions = node.json_outputs, node.json_versions
+        made[id(node)] = copy
+    return [entry(*e) for e in symbol._outputs]
 
 
 def _as_symbol_list(x, what):
@@ -54,14 +121,8 @@ class SymbolBlock(HybridBlock):
         for name in graph_inputs:
             if name in names:
                 continue
-            raw = nodes[name].raw
-            kwargs = {"grad_req": "null" if name in aux else "write", "allow_deferred_init": True}
-            if "__shape__" in raw:
-                kwargs["shape"] = parse_shape(raw["__shape__"])
-            if "__dtype__" in raw:
-                kwargs["dtype"] = DTYPE_CODES[int(raw["__dtype__"])]
-            if "__init__" in raw:
-                kwargs["init"] = raw["__init__"]
+            kwargs = {"grad_req": "null" if name in aux else "write", "allow_deferred_init": True,
+                      **_declared(name, nodes[name].raw)}
             param = self._params.get(name, **kwargs)
             self._reg_params[name] = param
 
@@ -72,7 +133,10 @@ class SymbolBlock(HybridBlock):
         sym = symbol_module.load(symbol_file)
         if isinstance(input_names, str):
             input_names = [input_names]
-        block = SymbolBlock(sym, list(input_names))
+        try:
+            block = SymbolBlock(sym, list(input_names))
+        except MXNetError as err:
+            raise MXNetError(f"SymbolBlock.imports: {symbol_file!r}: {err}") from None
         if param_file is not None:
             block.collect_params().load(param_file, ctx, allow_missing, ignore_extra, "", cast_dtype=True,
                                         dtype_source="saved")
@@ -99,10 +163,21 @@ class SymbolBlock(HybridBlock):
                         f"SymbolBlock: cannot infer the shape of parameter {p.name!r} from inputs "
                         f"{shapes}; load its value or give the variable a __shape__") from None
 
+    def _run_forward(self, args, kwargs):
+        # The graph always runs compiled, hybridized or not (as MXNet's SymbolBlock runs its CachedOp), so there
+        # is no trace of forward to make: hybridize() only chose the options of the plans made from now on.
+        if kwargs:
+            raise MXNetError(f"SymbolBlock takes its inputs ({', '.join(self._input_names)}) by position, got "
+                             f"keyword arguments {sorted(kwargs)}")
+        return self.forward(*args)
+
     def forward(self, *args):
         if len(args) != len(self._input_names):
             raise MXNetError(f"SymbolBlock takes {len(self._input_names)} input(s) ({', '.join(self._input_names)})"
                              f", got {len(args)}")
+        if cached_graph.TRACING.get() and all(isinstance(a, symbol_module.Symbol) and len(a) == 1 for a in args):
+            outs = _compose(self._symbol, {n: a._outputs[0] for n, a in zip(self._input_names, args)})
+            return symbol_module.Symbol(outs) if len(outs) == 1 else [symbol_module.Symbol([e]) for e in outs]
         for name, a in zip(self._input_names, args):
             if not isinstance(a, NDArray):
                 raise MXNetError(f"SymbolBlock input {name!r} must be an NDArray, got {type(a).__name__}")
@@ -112,6 +187,7 @@ class SymbolBlock(HybridBlock):
         if graph is None:
             graph = self._cached_graphs[key] = cached_graph.CachedGraph.from_symbol(
                 self._symbol, self._input_names, self._reg_params, args, self._flags)
+        self._last_graph = graph          # what export() writes
         outs = graph.run(self, args)
         return outs[0] if len(outs) == 1 else outs
 

@@ -15,7 +15,8 @@ save_states/load_states use a safe format, never a pickle: one file in MXNet's N
 `nd.load`) holding every state array plus an entry `__mixnet_states__` (uint8) with a JSON document: the states'
 structure, the optimizer class, its hyper-parameters, per-device update counts (so Adam's bias correction resumes
 exactly) and the lr_scheduler's state. The file is written atomically. MXNet's pickled `.states` files are refused
-with an explanation (unpickling can run arbitrary code).
+with an explanation (unpickling can run arbitrary code). load_states checks the whole file against the trainer's
+parameters and optimizer before it changes anything.
 """
 import numpy as np
 
@@ -258,16 +259,31 @@ class Trainer:
             opt.optimizer.write_atomic(fname, self._updaters[0].get_states(dump_optimizer=True))
 
     def load_states(self, fname):
-        """Loads what save_states wrote (states go to every context). Pickled MXNet files are refused."""
+        """Loads what save_states wrote (states go to every context). Pickled MXNet files are refused. The file is
+        checked against this trainer's parameters and optimizer first (Updater.set_states): a corrupt, truncated
+        or mismatched one raises MXNetError naming the file and what does not fit, and changes nothing."""
         self._prepare()
-        with open(fname, "rb") as f:
-            states = f.read()
+        data = _read(fname)
+        names = {i: param.name for i, param in enumerate(self._params)}
+
+        def weights(k):
+            return {i: param.list_data()[k] for i, param in enumerate(self._params) if param._data is not None}
         if self._kvstore is not None and self._update_on_kvstore:
-            self._kvstore._updater.set_states(states)
+            self._kvstore._updater.set_states(data, repr(fname), weights(0), names)
             self._optimizer = self._kvstore._updater.optimizer
         else:
-            for updater in self._updaters:
-                updater.set_states(states)
+            # Every updater gets the same checks against weights of the same shapes: if the first one accepts the
+            # file, the others do too.
+            for k, updater in enumerate(self._updaters):
+                updater.set_states(data, repr(fname), weights(k), names)
                 updater.optimizer = self._updaters[0].optimizer
             self._optimizer = self._updaters[0].optimizer
         self._optimizer.param_dict = {i: param for i, param in enumerate(self._params)}
+
+
+def _read(fname):
+    try:
+        with open(fname, "rb") as f:
+            return f.read()
+    except OSError as err:
+        raise MXNetError(f"cannot read optimizer states from {fname!r}: {err}") from None

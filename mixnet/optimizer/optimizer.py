@@ -21,6 +21,7 @@ Deliberate differences from MXNet 1.9.1: Nadam keeps its momentum schedule per p
 shared schedule once per parameter per step); AdaDelta does not modify the caller's gradient in place;
 `Signum(momentum=0, wd_lh=...)` works (MXNet raises); states are saved in a documented non-pickle format.
 """
+import copy
 import json
 import math
 import warnings
@@ -168,7 +169,7 @@ class Optimizer:
             attr, arg_names = self.sym_info
             for name in arg_names:
                 if name in attr and "__lr_mult__" in attr[name]:
-                    self.lr_mult[name] = float(attr[name]["__lr_mult__"])
+                    self.lr_mult[name] = _sym_mult(name, "__lr_mult__", attr[name]["__lr_mult__"])
         self.lr_mult.update(args_lr_mult)
 
     def set_wd_mult(self, args_wd_mult):
@@ -182,7 +183,7 @@ class Optimizer:
             attr, arg_names = self.sym_info
             for name in arg_names:
                 if name in attr and "__wd_mult__" in attr[name]:
-                    self.wd_mult[name] = float(attr[name]["__wd_mult__"])
+                    self.wd_mult[name] = _sym_mult(name, "__wd_mult__", attr[name]["__wd_mult__"])
         self.wd_mult.update(args_wd_mult)
 
     def _set_current_context(self, device_id):
@@ -324,14 +325,27 @@ class Optimizer:
         pass
 
     def _set_hyperparams(self, hp):
+        """Restores what _hyperparams() recorded. `hp` comes from a file: every value is checked against the kind
+        of the attribute it replaces (MXNetError naming it otherwise). Updater.set_states calls this on a copy of
+        the optimizer, so a refused file changes nothing."""
+        if not isinstance(hp, dict):
+            raise MXNetError(f"'hyperparams' must be an object, got {hp!r:.80}")
         for name in self._BASE_HPARAMS + tuple(self._hparams):
             if name in hp:
-                setattr(self, name, hp[name])
-        self.lr_mult = {_key(k): v for k, v in hp.get("lr_mult", [])}
-        self.wd_mult = {_key(k): v for k, v in hp.get("wd_mult", [])}
-        self.idx2name = {_key(k): v for k, v in hp.get("idx2name", [])}
-        self._all_index_update_counts = {dev: {_key(k): v for k, v in counts}
-                                         for dev, counts in hp.get("update_counts", {}).items()}
+                optional = name in _OPTIONAL_HPARAMS and (name != "lr" or self.lr_scheduler is not None)
+                value = _checked_value(f"hyper-parameter {name!r}", getattr(self, name), hp[name],
+                                       integer=name in ("num_update", "begin_num_update"), optional=optional)
+                if name in ("beta1", "beta2") and not 0 <= value < 1:    # decay rates: 1 - beta**t > 0
+                    raise MXNetError(f"hyper-parameter {name!r}: {value!r} is not in [0, 1)")
+                setattr(self, name, value)
+        self.lr_mult = _pairs(hp.get("lr_mult", []), "lr_mult", _number)
+        self.wd_mult = _pairs(hp.get("wd_mult", []), "wd_mult", _number)
+        self.idx2name = _pairs(hp.get("idx2name", []), "idx2name", lambda v: isinstance(v, str))
+        counts = hp.get("update_counts", {})
+        if not isinstance(counts, dict):
+            raise MXNetError(f"'update_counts' must be an object, got {counts!r:.80}")
+        self._all_index_update_counts = {dev: _pairs(c, f"update_counts[{dev!r:.40}]", _count)
+                                         for dev, c in counts.items()}
         if not self._all_index_update_counts:
             self._all_index_update_counts = {"cpu(0)": {}}
         self._index_update_count = next(iter(self._all_index_update_counts.values()))
@@ -340,8 +354,61 @@ class Optimizer:
             _restore_scheduler(self.lr_scheduler, hp["lr_scheduler"])
 
 
+# Settings that may be None (off); the others are numbers or flags. lr is None only under an lr_scheduler.
+_OPTIONAL_HPARAMS = frozenset(("lr", "clip_gradient", "clip_weights", "lower_bound", "upper_bound", "last_lr",
+                               "cur_lr"))
+
+
 def _key(k):
     return tuple(k) if isinstance(k, list) else k
+
+
+def _sym_mult(name, key, text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise MXNetError(f"Optimizer: variable {name!r}: attribute {key}={text!r:.80} is not a number") from None
+
+
+# ---------------------------------------------------------------------- checks of values read from a states file
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _state_key(key):
+    """A parameter index as saved: an int, a str (KVStore keys) or a list of them (a tuple key)."""
+    if isinstance(key, list):
+        return all(_state_key(k) and not isinstance(k, list) for k in key)
+    return isinstance(key, str) or (isinstance(key, int) and not isinstance(key, bool))
+
+
+def _pairs(items, what, check):
+    """{key: value} from a saved list of [key, value] pairs, each checked."""
+    if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 and _state_key(p[0]) and
+                                              check(p[1]) for p in items):
+        raise MXNetError(f"{what!r} must be a list of [parameter index, value] pairs of the right kind, got "
+                         f"{items!r:.80}")
+    return {_key(k): v for k, v in items}
+
+
+def _checked_value(what, current, value, integer=False, optional=False):
+    """A saved setting, of the kind of the `current` one: a bool for a bool, text for text, otherwise a finite
+    number (an int >= 0 for counters) or, where `optional`, None."""
+    if isinstance(current, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(current, str):
+        ok = isinstance(value, str)
+    elif integer:
+        ok = _count(value)
+    else:
+        ok = _number(value) or (optional and value is None)
+    if not ok:
+        raise MXNetError(f"{what}: {value!r:.80} does not fit the current value {current!r:.80}")
+    return value
 
 
 def _jsonable(value):
@@ -358,13 +425,44 @@ def _scheduler_state(sched):
             "attrs": {k: v for k, v in vars(sched).items() if _jsonable(v)}}
 
 
+# What a scheduler changes as training goes (FactorScheduler lowers base_lr and moves count, MultiFactorScheduler
+# moves cur_step_ind); its other attributes are the settings the user built it with.
+_SCHEDULER_STATE = ("base_lr", "count", "cur_step_ind")
+
+
 def _restore_scheduler(sched, saved):
-    if saved.get("class") != type(sched).__name__:
-        warnings.warn(f"load_states: the saved lr_scheduler was a {saved.get('class')}, the optimizer has a "
-                      f"{type(sched).__name__}; its state is not restored", stacklevel=3)
+    """Restores a scheduler's progress from a file: base_lr (a finite number), count (an int >= 0) and
+    cur_step_ind (an index into MultiFactorScheduler's steps). The scheduler's settings stay the user's (a saved
+    setting that differs is reported in a warning), so no file can set a step of 0 or a schedule that never ends."""
+    if not isinstance(saved, dict) or not isinstance(saved.get("attrs", {}), dict):
+        raise MXNetError(f"'lr_scheduler' must be an object with 'class' and 'attrs', got {saved!r:.80}")
+    name = type(sched).__name__
+    if saved.get("class") != name:
+        warnings.warn(f"load_states: the saved lr_scheduler was a {saved.get('class')!r:.80}, the optimizer has a "
+                      f"{name}; its state is not restored", stacklevel=3)
         return
+    current = vars(sched)
+    values, differ = {}, []
     for k, v in saved.get("attrs", {}).items():
-        setattr(sched, k, v)
+        if k not in current:
+            raise MXNetError(f"lr_scheduler: {name} has no attribute {k!r:.80}")
+        if k not in _SCHEDULER_STATE:
+            if v != current[k]:
+                differ.append(f"{k}={v!r:.40}")
+            continue
+        if k == "base_lr":
+            ok = _number(v)
+        elif k == "count":
+            ok = _count(v)
+        else:
+            ok = _count(v) and v <= len(getattr(sched, "step", ()))
+        if not ok:
+            raise MXNetError(f"lr_scheduler: {name}'s saved {k}={v!r:.80} is out of range")
+        values[k] = v
+    if differ:
+        warnings.warn(f"load_states: the saved {name} had {', '.join(differ)}; this one's settings are kept",
+                      stacklevel=3)
+    current.update(values)
 
 
 register = Optimizer.register
@@ -692,7 +790,9 @@ class Nadam(Optimizer):
         return {"m_schedule": [[k, v] for k, v in self.m_schedule.items()]}
 
     def _load_extra_state(self, extra):
-        self.m_schedule = {_key(k): v for k, v in (extra or {}).get("m_schedule", [])}
+        if not isinstance(extra or {}, dict):
+            raise MXNetError(f"Nadam: 'extra' must be an object, got {extra!r:.80}")
+        self.m_schedule = _pairs((extra or {}).get("m_schedule", []), "m_schedule", _number)
 
     def create_state(self, index, weight):
         return (_zeros_like(weight), _zeros_like(weight))
@@ -859,7 +959,9 @@ class FTML(Optimizer):
         b1, b2 = _f32(self.beta1), _f32(self.beta2)
         v *= b2
         v += (_f32(1) - b2) * grad * grad
-        d_t = _f32((1. - self.beta1 ** t) / lr) * (xp.sqrt(v / _f32(1. - self.beta2 ** t)) + _f32(self.epsilon))
+        # a numpy division: lr = 0 gives inf, as MXNet's kernel does, not Python's ZeroDivisionError
+        d_t = _f32(np.float64(1. - self.beta1 ** t) / lr) * (xp.sqrt(v / _f32(1. - self.beta2 ** t)) +
+                                                             _f32(self.epsilon))
         z *= b1
         z += (_f32(1) - b1) * grad - (d_t - b1 * d) * w
         d[...] = d_t
@@ -986,7 +1088,7 @@ class LARS(_MomentumState, Optimizer):
             attr, arg_names = self.sym_info
             for name in arg_names:
                 if name in attr and "__wd_mult__" in attr[name]:
-                    self.wd_mult[name] = float(attr[name]["__wd_mult__"])
+                    self.wd_mult[name] = _sym_mult(name, "__wd_mult__", attr[name]["__wd_mult__"])
         self.wd_mult.update(args_wd_mult)
 
     def _get_lrs(self, indices):
@@ -1042,6 +1144,7 @@ class Updater:
         self.optimizer = optimizer
         self.states = {}
         self.states_synced = {}
+        self.unchecked = set()       # loaded states not yet compared with their weight (see set_states)
         self.aggregate_updates = optimizer.aggregate_num > 0
 
     def __call__(self, index, grad, weight):
@@ -1055,7 +1158,11 @@ class Updater:
             if i not in self.states:
                 self.states[i] = self.optimizer.create_state_multi_precision(i, w)
                 self.states_synced[i] = True
-            elif not self.states_synced[i]:
+            elif not self.states_synced[i]:          # loaded by set_states: first use
+                problem = _misfit(self.optimizer, i, w, self.states[i]) if i in self.unchecked else None
+                if problem:
+                    raise MXNetError(f"the optimizer state loaded for parameter {i!r:.80} does not fit it: {problem}")
+                self.unchecked.discard(i)
                 self.states[i] = self.sync_state_context(self.states[i], w.context)
                 self.states_synced[i] = True
         self.optimizer._set_current_context(_ctx_key(weights[0].context))
@@ -1092,35 +1199,117 @@ class Updater:
         version = 3 if any(a.ndim == 0 for a in arrays) else 2
         return serialization.encode(arrays, names, version=version)
 
-    def set_states(self, states):
-        """Restores from get_states bytes. MXNet's pickled states are refused (unpickling runs arbitrary code)."""
-        states = bytes(states)
-        if states[:1] == b"\x80":
+    def set_states(self, states, source=None, weights=None, names=None):
+        """Restores from get_states bytes. MXNet's pickled states are refused (unpickling runs arbitrary code).
+
+        The bytes may come from any file, so all of it is checked before anything changes: the format, every
+        value, and with `weights` ({index: weight NDArray}, as Trainer and KVStore pass) that each state has the
+        structure, shapes and dtypes the (restored) optimizer makes for that weight. `names` ({index: name}) lists
+        every parameter, initialized or not (default: the indices of `weights`); a state for a parameter not
+        initialized yet is checked when first used. A corrupt, truncated or mismatched file raises MXNetError
+        naming `source` (the file) and what does not fit, and leaves the updater and its optimizer as they were."""
+        try:
+            optimizer, loaded = self._read_states(states, weights, names or {})
+        except MXNetError as err:
+            raise MXNetError(f"cannot load optimizer states{f' from {source}' if source else ''}: {err}") from None
+        if type(optimizer) is type(self.optimizer) and optimizer is not self.optimizer:
+            # The same class: the optimizer (and its lr_scheduler) keep their identity and take the checked copy's
+            # values, so every reference to them (the Trainer's, the user's) sees the restored settings.
+            sched = self.optimizer.lr_scheduler
+            vars(self.optimizer).update(vars(optimizer))
+            if sched is not None:
+                vars(sched).update(vars(optimizer.lr_scheduler))
+                self.optimizer.lr_scheduler = sched
+        else:
+            self.optimizer = optimizer
+        self.states = loaded
+        self.states_synced = dict.fromkeys(loaded, False)
+        self.unchecked = set(loaded) - set(weights or ())
+
+    def _read_states(self, data, weights, names):
+        """(optimizer, {index: state}) from get_states bytes, every part checked; changes nothing. The optimizer
+        is this updater's, a checked copy of it with the saved settings, or a new one of the saved class."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise MXNetError(f"expected the bytes of a states file, got {type(data).__name__}")
+        data = bytes(data)
+        if data[:1] == b"\x80":
             raise MXNetError("This optimizer-state file is a Python pickle (MXNet's Trainer.save_states format). "
                              "mixnet never unpickles (it can run arbitrary code); re-save the states with mixnet.")
-        arrays, names = serialization.decode(states)
-        if names is None or STATES_JSON_KEY not in names:
-            raise MXNetError("Not a mixnet optimizer-state file (no __mixnet_states__ entry)")
-        by_name = dict(zip(names, arrays))
-        doc = json.loads(bytes(by_name.pop(STATES_JSON_KEY)).decode("utf-8"))
-        if doc.get("format") != "mixnet-optimizer-states":
-            raise MXNetError(f"Unknown optimizer-state format {doc.get('format')!r}")
-        if "optimizer" in doc:
-            saved = doc["optimizer"]
-            if type(self.optimizer).__name__ != saved["class"]:
-                key = saved["class"].lower()
-                if key not in Optimizer.opt_registry:
-                    raise MXNetError(f"The states were saved with optimizer {saved['class']!r}, which is not "
-                                     "registered")
-                self.optimizer = Optimizer.opt_registry[key]()
-            self.optimizer._set_hyperparams(saved["hyperparams"])
-        self.states = {}
-        for key, spec in doc["states"]:
-            self.states[_decode_key(key)] = _decode_state(spec, by_name)
-        self.states_synced = dict.fromkeys(self.states, False)
+        arrays, array_names = serialization.decode(data)
+        if array_names is None or STATES_JSON_KEY not in array_names:
+            raise MXNetError("not a mixnet optimizer-state file (no __mixnet_states__ entry)")
+        by_name = dict(zip(array_names, arrays))
+        blob = by_name.pop(STATES_JSON_KEY)
+        if blob.dtype != np.uint8 or blob.ndim != 1:
+            raise MXNetError(f"the __mixnet_states__ entry must be uint8 text, got {blob.dtype} {blob.shape}")
+        try:
+            doc = json.loads(blob.tobytes().decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as err:
+            raise MXNetError(f"the __mixnet_states__ entry is not a JSON document ({type(err).__name__})") from None
+        if not isinstance(doc, dict) or doc.get("format") != "mixnet-optimizer-states":
+            found = doc.get("format") if isinstance(doc, dict) else doc
+            raise MXNetError(f"unknown optimizer-state format {found!r:.80}")
+        if doc.get("version") != 1:
+            raise MXNetError(f"unsupported optimizer-state version {doc.get('version')!r:.80} (this mixnet reads 1)")
+        optimizer = self._saved_optimizer(doc["optimizer"]) if "optimizer" in doc else self.optimizer
+        layout = doc.get("states")
+        if not isinstance(layout, list) or not all(isinstance(p, list) and len(p) == 2 for p in layout):
+            raise MXNetError("'states' must be a list of [parameter index, state] pairs")
+        loaded = {}
+        for key, spec in layout:
+            index = _decode_key(key)
+            if index in loaded:
+                raise MXNetError(f"two states for parameter {index!r:.80}")
+            loaded[index] = _decode_state(spec, by_name, _MAX_STATE_DEPTH)
+        if weights is not None:
+            known = names or weights
+            for index, state in loaded.items():
+                label = f"parameter {index!r:.80}" + (f" ({names[index]!r})" if index in names else "")
+                if index not in known:
+                    raise MXNetError(f"it holds a state for {label}, which is not among the {len(known)} "
+                                     "parameters it is loaded for")
+                if index not in weights:        # not initialized yet: checked when first used (__call__)
+                    continue
+                problem = _misfit(optimizer, index, weights[index], state)
+                if problem:
+                    raise MXNetError(f"the state of {label} does not fit {type(optimizer).__name__}'s for its "
+                                     f"weight {tuple(weights[index].shape)} {np.dtype(weights[index].dtype).name}: "
+                                     f"{problem}")
+        return optimizer, loaded
+
+    def _saved_optimizer(self, saved):
+        """A copy of this updater's optimizer (or a new one of the saved class) with the saved settings."""
+        if not isinstance(saved, dict) or not isinstance(saved.get("class"), str):
+            raise MXNetError(f"'optimizer' must be an object with 'class' and 'hyperparams', got {saved!r:.80}")
+        if type(self.optimizer).__name__ == saved["class"]:
+            optimizer = copy.copy(self.optimizer)
+            if optimizer.lr_scheduler is not None:
+                optimizer.lr_scheduler = copy.copy(optimizer.lr_scheduler)
+        else:
+            klass = Optimizer.opt_registry.get(saved["class"].lower())
+            if klass is None:
+                raise MXNetError(f"the states were saved with optimizer {saved['class']!r:.80}, which is not "
+                                 "registered")
+            try:
+                optimizer = klass()
+            except TypeError as err:
+                raise MXNetError(f"the states were saved with optimizer {saved['class']!r}, which cannot be made "
+                                 f"without arguments ({err})") from None
+        optimizer._set_hyperparams(saved.get("hyperparams", {}))
+        if optimizer.lr_scheduler is not None:       # a restored schedule must still give learning rates
+            for step in (optimizer.num_update, optimizer.num_update + 1):
+                try:
+                    lr = float(copy.copy(optimizer.lr_scheduler)(step))
+                except (ArithmeticError, ValueError, TypeError, AssertionError, IndexError) as err:
+                    raise MXNetError(f"the restored lr_scheduler fails at update {step}: {type(err).__name__}: "
+                                     f"{err}") from None
+                if not math.isfinite(lr):
+                    raise MXNetError(f"the restored lr_scheduler gives the learning rate {lr} at update {step}")
+        return optimizer
 
 
 STATES_JSON_KEY = "__mixnet_states__"
+_MAX_STATE_DEPTH = 8          # a multi-precision state nests 3 levels: (master weight, (mean, var))
 
 
 def _encode_key(index):
@@ -1128,9 +1317,12 @@ def _encode_key(index):
 
 
 def _decode_key(key):
-    if isinstance(key, list) and len(key) == 2 and key[0] == "t":
+    if isinstance(key, list) and len(key) == 2 and key[0] == "t" and isinstance(key[1], list) and all(
+            _state_key(k) and not isinstance(k, list) for k in key[1]):
         return tuple(key[1])
-    return key
+    if isinstance(key, str) or (isinstance(key, int) and not isinstance(key, bool)):
+        return key
+    raise MXNetError(f"bad parameter index {key!r:.80} (an int, a str or [\"t\", [...]])")
 
 
 def _encode_state(state, prefix, arrays, names):
@@ -1149,18 +1341,57 @@ def _encode_state(state, prefix, arrays, names):
                      "and numbers)")
 
 
-def _decode_state(spec, by_name):
+def _describe(state):
+    if state is None:
+        return "no state"
+    if isinstance(state, NDArray):
+        return f"an array {tuple(state.shape)} {np.dtype(state.dtype).name}"
+    if isinstance(state, (tuple, list)):
+        return f"a {type(state).__name__} of {len(state)}"
+    return f"the value {state!r:.40}"
+
+
+def _misfit(optimizer, index, weight, state):
+    """Why `state` is not what `optimizer` makes for `weight` (structure, shapes, dtypes), or None if it fits."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # create_state's float16 advice is not for this check
+        expected = optimizer.create_state_multi_precision(index, weight)
+
+    def compare(want, got, where):
+        if isinstance(want, NDArray) and isinstance(got, NDArray):
+            same = tuple(want.shape) == tuple(got.shape) and np.dtype(want.dtype) == np.dtype(got.dtype)
+        elif isinstance(want, (tuple, list)) and type(got) is type(want) and len(got) == len(want):
+            return next((p for p in (compare(w, g, f"{where}[{k}]") for k, (w, g) in enumerate(zip(want, got)))
+                         if p), None)
+        else:
+            same = (want is None and got is None) or (
+                not isinstance(want, (NDArray, tuple, list, type(None))) and type(want) is type(got))
+        return None if same else f"{f'state{where}: ' if where else ''}expected {_describe(want)}, found {_describe(got)}"
+    return compare(expected, state, "")
+
+
+def _decode_state(spec, by_name, depth):
+    """A state from its saved description (None, {"nd": array name}, {"tuple"/"list": [...]}, {"value": x})."""
     from ..ndarray.ndarray import array
     if spec is None:
         return None
+    if not isinstance(spec, dict) or len(spec.keys() & {"nd", "tuple", "list", "value"}) != 1:
+        raise MXNetError(f"bad state description {spec!r:.80}")
     if "nd" in spec:
-        data = by_name[spec["nd"]]
+        data = by_name.get(spec["nd"]) if isinstance(spec["nd"], str) else None
+        if data is None:
+            raise MXNetError(f"state array {spec['nd']!r:.80} is not in the file")
         return array(data, dtype=data.dtype)
-    if "tuple" in spec:
-        return tuple(_decode_state(s, by_name) for s in spec["tuple"])
-    if "list" in spec:
-        return [_decode_state(s, by_name) for s in spec["list"]]
-    return spec["value"]
+    if "value" in spec:
+        value = spec["value"]
+        if not (isinstance(value, (str, bool)) or _number(value)):
+            raise MXNetError(f"bad state value {value!r:.80}")
+        return value
+    kind = "tuple" if "tuple" in spec else "list"
+    if not isinstance(spec[kind], list) or depth <= 0:
+        raise MXNetError(f"bad or too deeply nested state {kind} {spec[kind]!r:.80}")
+    items = [_decode_state(s, by_name, depth - 1) for s in spec[kind]]
+    return tuple(items) if kind == "tuple" else items
 
 
 def write_atomic(fname, data):

@@ -3,21 +3,30 @@
 The writer produces the bytes MXNet 1.9.1's dmlc JSONWriter produces for the same graph. The reader accepts
 MXNet files of every version: old "attr"/"param" keys, missing node_row_ptr, 2-element entries, legacy hidden
 keys without underscores, pre-0.9 files whose weights were auto-created. It parses with `json` and the ops' strict
-attribute parsers; nothing is ever evaluated.
+attribute parsers; nothing is ever evaluated. A file is untrusted input: every malformed part (bad JSON, nesting
+deeper than `MAX_SUBGRAPH_DEPTH` subgraphs or than Python's parser takes, wrong types, out-of-range or forward
+node references, unknown ops or attributes, text that is not valid Unicode, a node declaring more than
+`MAX_NODE_OUTPUTS` outputs) raises MXNetError naming the file, the node and the attribute.
 """
 import json
+import re
 
 from ..base import MXNetError
 from ..ops import registry
-from ..ops.attrs import parse_subgraph
+from ..ops.attrs import parse_any, parse_subgraph
 from .graph import Node, subgraphs, topo_order
 
-__all__ = ["graph_to_json", "graph_from_json", "MXNET_VERSION"]
+__all__ = ["graph_to_json", "graph_from_json", "MXNET_VERSION", "MAX_SUBGRAPH_DEPTH", "MAX_NODE_OUTPUTS",
+           "short_repr"]
 
 MXNET_VERSION = 10901
 _LEGACY_HIDDEN = ("lr_mult", "wd_mult", "ctx_group", "force_mirroring", "mirror_stage")
 # MXNet attributes that only tune its own kernels: accepted on read when an op's schema lacks them.
 _IGNORABLE = frozenset(("workspace", "cudnn_tune", "cudnn_off", "is_int", "forward_stype"))
+# Bounds on what a file may declare (real models nest control flow a few levels and split into a few outputs):
+# beyond them a file is refused before anything proportional to the declared number is built.
+MAX_SUBGRAPH_DEPTH = 32
+MAX_NODE_OUTPUTS = 1 << 16
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -113,19 +122,40 @@ def _version(doc, where):
     ver = attrs.get("mxnet_version")
     if ver is None:
         return 800
+    value = ver[1] if isinstance(ver, list) and len(ver) == 2 else ver
+    if isinstance(value, str):
+        value = int(value) if re.fullmatch(r"\s*[0-9]{1,9}\s*", value) else None
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 10 ** 9 \
+            or value != int(value):
+        _fail(where, f"bad mxnet_version {short_repr(ver)} (expected [\"int\", N] with N such as 10901)")
+    return int(value)
+
+
+def _text(value, what, where):
+    """`value` as a str that is valid Unicode (json accepts lone surrogates such as "\\ud800", which no file,
+    terminal or message can encode)."""
+    if not isinstance(value, str):
+        _fail(where, f"{what} must be a string, got {short_repr(value)}")
     try:
-        return int(ver[1] if isinstance(ver, list) else ver)
-    except (TypeError, ValueError, IndexError):
-        _fail(where, f"bad mxnet_version {ver!r}")
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        _fail(where, f"{what} {short_repr(value)} is not valid Unicode text")
+    return value
+
+
+def short_repr(value, limit=80):
+    """repr(value) cut to about `limit` characters: file contents quoted in messages stay readable."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
 def _entry(value, n_done, what, where):
     if not isinstance(value, list) or len(value) not in (2, 3) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in value):
-        _fail(where, f"{what}: an entry must be [node_id, output_index(, version)], got {value!r}")
+        _fail(where, f"{what}: an entry must be [node_id, output_index(, version)], got {short_repr(value)}")
     nid, idx = value[0], value[1]
     if not 0 <= nid < n_done:
-        _fail(where, f"{what}: entry {value!r} refers to node {nid}, which is not an earlier node "
+        _fail(where, f"{what}: entry {short_repr(value)} refers to node {nid}, which is not an earlier node "
                      "(nodes must be in topological order)")
     return nid, idx
 
@@ -154,64 +184,89 @@ def graph_from_json(text, source="the JSON text"):
         doc = json.loads(text)
     except ValueError as err:
         _fail(where, f"invalid JSON ({err})")
+    except RecursionError:
+        _fail(where, "the JSON is nested too deeply")
     if not isinstance(doc, dict):
         _fail(where, "the top level must be an object with 'nodes', 'arg_nodes' and 'heads'")
-    return _read_graph(doc, _version(doc, where), where)
+    try:
+        return _read_graph(doc, _version(doc, where), where, 0)
+    except RecursionError:   # a last guard: attribute values are parsed recursively too
+        _fail(where, "the graph is nested too deeply")
 
 
-def _read_subgraphs(spec, op, name, version, where):
+def _read_subgraphs(spec, op, name, version, where, depth):
     """{attribute name: Symbol} for a control-flow node's "subgraphs" list (documents without "attrs")."""
     from .symbol import Symbol          # Symbol is built on this module
     keys = [key for key, attr in op.attrs.items() if attr.parse is parse_subgraph]
     docs = spec.get("subgraphs", [])
+    label = f"node {short_repr(name)} (op {op.name})"
     if not isinstance(docs, list) or len(docs) != len(keys):
-        _fail(where, f"node {name!r} (op {op.name}) needs {len(keys)} subgraph(s) ({', '.join(keys) or 'none'}) "
-                     f"in 'subgraphs', got {len(docs) if isinstance(docs, list) else docs!r}")
+        _fail(where, f"{label} needs {len(keys)} subgraph(s) ({', '.join(keys) or 'none'}) in 'subgraphs', got "
+                     f"{len(docs) if isinstance(docs, list) else short_repr(docs)}")
+    if keys and depth >= MAX_SUBGRAPH_DEPTH:
+        _fail(where, f"{label}: subgraphs nested more than {MAX_SUBGRAPH_DEPTH} levels deep")
     subs = {}
     for key, doc in zip(keys, docs):
         if not isinstance(doc, dict):
-            _fail(where, f"node {name!r}: subgraph {key!r} must be an object with 'nodes' and 'heads'")
-        subs[key] = Symbol(_read_graph(doc, version, f"{where}, subgraph {key!r} of node {name!r}"))
+            _fail(where, f"{label}: subgraph {key!r} must be an object with 'nodes' and 'heads'")
+        subs[key] = Symbol(_read_graph(doc, version, f"{where}, subgraph {key!r} of node {short_repr(name)}",
+                                       depth + 1))
     return subs
 
 
-def _read_graph(doc, version, where):
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _attributes(spec, i, label, where):
+    """A node's string attributes ("attrs", or the old "attr"/"param"), legacy hidden keys renamed."""
+    raw = spec.get("attrs", spec.get("attr", spec.get("param", {}))) or {}
+    if not isinstance(raw, dict):
+        _fail(where, f"node {i} ({label}): attributes must be an object of strings, got {short_repr(raw)}")
+    out = {}
+    for key, value in raw.items():
+        _text(key, f"node {i} ({label}): attribute name", where)
+        out[key] = _text(value, f"node {i} ({label}): attribute {short_repr(key)}", where) if isinstance(value, str) \
+            else json.dumps(value)
+    return _upgrade_hidden(out)
+
+
+def _read_graph(doc, version, where, depth):
     """Nodes and heads of one graph document (the file's, or a subgraph's)."""
     for key in ("nodes", "heads"):
         if not isinstance(doc.get(key), list):
             _fail(where, f"missing or invalid {key!r} (an MXNet symbol file has 'nodes', 'arg_nodes', 'heads')")
-    if "arg_nodes" in doc and not isinstance(doc["arg_nodes"], list):
-        _fail(where, "'arg_nodes' must be a list")
     nodes = []
     for i, spec in enumerate(doc["nodes"]):
-        if not isinstance(spec, dict) or not isinstance(spec.get("op"), str) or not isinstance(spec.get("name"), str):
-            _fail(where, f"node {i} must be an object with string 'op' and 'name'")
-        name, op_name = spec["name"], spec["op"]
-        raw = spec.get("attrs", spec.get("attr", spec.get("param", {}))) or {}
-        if not isinstance(raw, dict) or not all(isinstance(k, str) for k in raw):
-            _fail(where, f"node {i} ({name!r}): attributes must be an object of strings")
-        raw = _upgrade_hidden({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
+        if not isinstance(spec, dict):
+            _fail(where, f"node {i} must be an object with string 'op' and 'name', got {short_repr(spec)}")
+        name = _text(spec.get("name"), f"node {i}: 'name'", where)
+        label = short_repr(name)
+        op_name = _text(spec.get("op"), f"node {i} ({label}): 'op'", where)
+        raw = _attributes(spec, i, label, where)
         inputs_spec = spec.get("inputs", [])
         if not isinstance(inputs_spec, list):
-            _fail(where, f"node {i} ({name!r}): 'inputs' must be a list")
+            _fail(where, f"node {i} ({label}): 'inputs' must be a list")
         inputs, versions = [], []
         for e in inputs_spec:
             versions.append(e[2] if isinstance(e, list) and len(e) == 3 else 0)
-            nid, idx = _entry(e, i, f"node {i} ({name!r})", where)
+            nid, idx = _entry(e, i, f"node {i} ({label})", where)
             src = nodes[nid]
             if not 0 <= idx < src.num_outputs():
-                _fail(where, f"node {i} ({name!r}) uses output {idx} of {src.name!r}, which has "
+                _fail(where, f"node {i} ({label}) uses output {idx} of {short_repr(src.name)}, which has "
                              f"{src.num_outputs()} output(s)")
             inputs.append((src, idx))
         if op_name == "null":
             if inputs:
-                _fail(where, f"variable node {name!r} cannot have inputs")
+                _fail(where, f"variable node {i} ({label}) cannot have inputs")
             nodes.append(Node(None, name, {}, raw, ()))
             continue
         op = registry.find(op_name)
         if op is None:
-            raise MXNetError(f"cannot load symbol JSON{where}: operator {op_name!r} (node {i}, {name!r}) is not "
-                             "implemented in mixnet")
+            _fail(where, f"operator {short_repr(op_name)} (node {i}, {label}) is not implemented in mixnet")
+        if any(attr.parse is parse_any for attr in op.attrs.values()):
+            _fail(where, f"node {i} ({label}): {op.name} is mixnet's internal operator (its attributes are Python "
+                         "objects), never written to a file")
         given = {}
         for key, value in raw.items():
             if key.startswith("__") and key.endswith("__"):
@@ -221,17 +276,20 @@ def _read_graph(doc, version, where):
                     continue
                 if key.endswith(("_lr_mult", "_wd_mult")):
                     continue
-                _fail(where, f"node {name!r} (op {op.name}): unknown attribute {key}={value!r} "
-                             f"(known: {', '.join(op.attrs) or 'none'})")
+                _fail(where, f"node {i} ({label}, op {op.name}): unknown attribute {short_repr(key)}="
+                             f"{short_repr(value)} (known: {', '.join(op.attrs) or 'none'})")
             given[key] = value
-        given.update(_read_subgraphs(spec, op, name, version, where))
+        given.update(_read_subgraphs(spec, op, name, version, where, depth))
         if version < 905 and op.name in ("argmax", "argmin") and given.get("axis") == "-1":
             given.pop("axis")                              # §3.8 rule 4
         try:
             attrs = op.parse(given)
         except MXNetError as err:
-            _fail(where, f"node {name!r}: {err}")
+            _fail(where, f"node {i} ({label}): {err}")
         node = Node(op, name, attrs, raw, inputs)
+        n_out = node.num_outputs()
+        if not 1 <= n_out <= MAX_NODE_OUTPUTS:
+            _fail(where, f"node {i} ({label}, op {op.name}) declares {n_out} outputs (at most {MAX_NODE_OUTPUTS})")
         if any(versions) and versions != [1 if s in op.mutates else 0 for s in range(len(inputs))]:
             node.json_versions = versions
         if not op.variadic:
@@ -242,7 +300,7 @@ def _read_graph(doc, version, where):
                     var = Node(None, f"{name}_{arg}", {}, dict(op_raw), ())
                     node.inputs.append((var, 0))
             if len(node.inputs) != len(names):
-                _fail(where, f"node {name!r} (op {op.name}) has {len(node.inputs)} input(s), expected "
+                _fail(where, f"node {i} ({label}, op {op.name}) has {len(node.inputs)} input(s), expected "
                              f"{len(names)} ({', '.join(names)})")
         if version < 904 and op.name == "BatchNorm":      # §3.8 rule 3
             for slot, init in ((3, '["zero", {}]'), (4, '["one", {}]')):
@@ -257,12 +315,21 @@ def _read_graph(doc, version, where):
                     if arg in names and node.inputs[names.index(arg)][0].op is None:
                         node.inputs[names.index(arg)][0].raw[f"__{suffix[1:]}__"] = raw.pop(key)
         nodes.append(node)
+    arg_nodes = doc.get("arg_nodes")
+    if arg_nodes is not None:
+        # not needed to build the graph, but a list that names non-variables means the file is not what it claims
+        if not isinstance(arg_nodes, list) or not all(_is_int(a) and 0 <= a < len(nodes) for a in arg_nodes):
+            _fail(where, f"'arg_nodes' must be a list of node ids below {len(nodes)}, got {short_repr(arg_nodes)}")
+        wrong = [a for a in arg_nodes if nodes[a].op is not None]
+        if wrong:
+            _fail(where, f"'arg_nodes' lists node {wrong[0]} ({short_repr(nodes[wrong[0]].name)}), which is not a "
+                         "variable (op 'null')")
     ptr = doc.get("node_row_ptr")
     if ptr is not None:
         # Hidden output counts depend on MXNet's build (oneDNN adds a workspace output to max Pooling), so they
         # are kept for writing the file back, not checked against mixnet's ops.
         if not isinstance(ptr, list) or len(ptr) != len(nodes) + 1 or not all(
-                isinstance(p, int) for p in ptr) or any(b < a for a, b in zip(ptr, ptr[1:])):
+                _is_int(p) for p in ptr) or any(b < a for a, b in zip(ptr, ptr[1:])):
             _fail(where, "node_row_ptr must be a non-decreasing list of len(nodes) + 1 integers")
         for n, a, b in zip(nodes, ptr, ptr[1:]):
             if b - a != _json_outputs(n):
@@ -273,6 +340,7 @@ def _read_graph(doc, version, where):
     for e in doc["heads"]:
         nid, idx = _entry(e, len(nodes), "heads", where)
         if not 0 <= idx < nodes[nid].num_outputs():
-            _fail(where, f"head {e!r}: node {nodes[nid].name!r} has {nodes[nid].num_outputs()} output(s)")
+            _fail(where, f"head {e!r}: node {nid} ({short_repr(nodes[nid].name)}) has {nodes[nid].num_outputs()} "
+                         "output(s)")
         heads.append((nodes[nid], idx))
     return heads
