@@ -24,6 +24,10 @@ MIXNET_COMPILE_BACKGROUND=0
                         compile fused kernels before a hybridized block's first call returns. By default (1) the
                         first calls run the unfused compiled graph while the kernels compile in a background
                         thread, and later calls switch to the fused graph once it is ready.
+MIXNET_MAX_ELEMENTS=N   the most elements one array may have (default 2**40, about 10**12). Shape inference refuses a
+                        larger (or negative) shape with an MXNetError naming the op and the shape, and so do the ops
+                        that allocate an array of a shape taken from attributes (zeros, ones, full, arange, tile,
+                        repeat, broadcast_to, one_hot, ...), before allocating anything.
 MXNET_BACKWARD_DO_MIRROR=1
                         MXNet's mirror option, for every hybridized block (per block: hybridize(mirror=True)):
                         elementwise results are recomputed in the backward pass instead of kept from the
@@ -51,3 +55,21 @@ VERIFY = _flag("MIXNET_VERIFY")
 FUSE_MIN_SIZE = int(float(os.environ.get("MIXNET_FUSE_MIN_SIZE", 16384)))
 COMPILE_BACKGROUND = _flag("MIXNET_COMPILE_BACKGROUND", True)
 MIRROR = _flag("MXNET_BACKWARD_DO_MIRROR")
+
+
+def _max_elements(default=2 ** 40):
+    text = os.environ.get("MIXNET_MAX_ELEMENTS")
+    if text is None:
+        return default
+    try:
+        value = int(float(text))
+    except (ValueError, OverflowError):
+        value = -1
+    if value < 1:
+        import warnings
+        warnings.warn(f"MIXNET_MAX_ELEMENTS={text!r} is not a positive number; using {default}", stacklevel=2)
+        return default
+    return value
+
+
+MAX_ELEMENTS = _max_elements()

@@ -1,8 +1,11 @@
 """Shape and dtype inference over a graph.
 
-Forward inference uses the registry (`mixnet.ops.common.infer`). Parameter shapes are inferred backwards from the
-data input by the small per-op rules below (MXNet's ops do this in their C++ shape functions); a `0` in a declared
-`__shape__` or in a creation op's `shape` (RNN begin states `(L, 0, H)`) means an unknown dimension.
+Forward inference uses the registry (`mixnet.ops.common.infer`: each op's pure `infer`, shapes from shapes, no
+kernel runs). Parameter shapes are inferred backwards from the data input by the small per-op rules below (MXNet's
+ops do this in their C++ shape functions); a `0` in a declared `__shape__` or in a creation op's `shape` (RNN begin
+states `(L, 0, H)`) means an unknown dimension (so does a `-1` in a declared `__shape__`, as MXNet's np-shape
+files write it). A given or declared shape with a negative dimension, or more elements than MIXNET_MAX_ELEMENTS,
+is refused.
 """
 import numpy as np
 
@@ -137,18 +140,24 @@ PARAM_RULES = {
 _DTYPE_ATTR_OPS = frozenset(("Cast", "cast", "Embedding", "one_hot", "argmax", "argmin", "topk", "argsort"))
 
 
-def _creation_shape(node):
-    return tuple(node.attrs.get("shape", ()))
-
-
 def _var_shape(node):
     text = node.raw.get("__shape__")
     if text is None:
         return None
     try:
-        return parse_shape(text)
+        shape = parse_shape(text)
     except ValueError:
         raise MXNetError(f"variable {node.name!r}: bad __shape__ {text!r}") from None
+    return common.check_shape(tuple(0 if d == -1 else d for d in shape), f"variable {node.name!r}: __shape__")
+
+
+def _node_infer(node, ins, din):
+    """common.infer for one node, its errors naming the node and its user line."""
+    try:
+        return common.infer(node.op, ins, din, node.attrs)
+    except MXNetError as err:
+        where = f" (created at {node.location})" if node.location else ""
+        raise MXNetError(f"infer_shape error in node {node.name!r}{where}: {err}") from None
 
 
 def _var_dtype(node):
@@ -175,7 +184,7 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
         if node.op is None:
             s = _var_shape(node)
             if node.name in shapes and shapes[node.name] is not None:
-                given = tuple(shapes[node.name])
+                given = common.check_shape(shapes[node.name], f"infer_shape: variable {node.name!r}")
                 merged = _merge(s, given) if s is not None else given
                 if merged is None:
                     raise MXNetError(f"infer_shape: shape {given} given for {node.name!r} does not match its "
@@ -187,9 +196,9 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
             d = np.dtype(d) if d is not None else _var_dtype(node)
             if d is not None:
                 edtype[(id(node), 0)] = d
-        elif node.op.creates:
-            eshape[(id(node), 0)] = _creation_shape(node)
-            edtype[(id(node), 0)] = np.dtype(node.attrs.get("dtype") or np.float32)
+        elif node.op.creates:              # a 0 in its shape attribute stays an unknown dimension
+            (eshape[(id(node), 0)],), (d,) = _node_infer(node, [], [])
+            edtype[(id(node), 0)] = np.dtype(d)
     for _ in range(3):                       # parameter rules can fill values used earlier in the order
         changed = False
         for node in nodes:
@@ -235,11 +244,7 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
                     edtype[(id(node), 0)] = np.dtype(d) if d is not None else first
                     changed = True
                 continue
-            try:
-                out_shapes, out_dtypes = common.infer(node.op, ins, din, node.attrs)
-            except MXNetError as err:
-                where = f" (created at {node.location})" if node.location else ""
-                raise MXNetError(f"infer_shape error in node {node.name!r}{where}: {err}") from None
+            out_shapes, out_dtypes = _node_infer(node, ins, din)
             for i, (s, d) in enumerate(zip(out_shapes, out_dtypes)):
                 eshape[(id(node), i)] = tuple(s)
                 edtype[(id(node), i)] = np.dtype(d)
