@@ -752,6 +752,8 @@ def parse_opt_int_tuple(value):
 
 
 def _slice_key(ndim, begin, end, step):
+    if ndim == 0:
+        raise ValueError("slice only works for ndim > 0")
     if len(begin) != len(end):
         raise ValueError(f"begin and end must have the same length ({len(begin)} vs. {len(end)})")
     if step and len(step) != len(begin):
@@ -766,7 +768,8 @@ def _slice_key(ndim, begin, end, step):
 
 
 def slice_shape(shape, begin, end, step):
-    """The shape of slice(x, begin, end, step) for x of `shape`."""
+    """The shape of slice(x, begin, end, step) for x of `shape`. MXNet's GetIndexRange clips begin and end to the
+    axis exactly as a Python slice does: a begin past the end (or an empty range) gives a size-0 axis, no error."""
     shape = tuple(shape)
     key = _slice_key(len(shape), begin, end, step)
     return tuple(len(range(*k.indices(d))) for k, d in zip(key, shape)) + shape[len(key):]
@@ -821,7 +824,8 @@ register(OpDef(
         (((3, 4),), {"begin": (0, 5), "end": (2, 6)}),
         (((3, 4),), {"begin": "(None, -10)", "end": "(None, 10)", "step": "(2, None)"}),
         (((3, 4),), {"begin": (), "end": ()}))),
-    doc="Basic slicing: begin/end/step per leading axis, None entries mean the default (Python slice rules)."))
+    doc="Basic slicing: begin/end/step per leading axis, None entries mean the default (Python slice rules, as "
+        "MXNet's: out-of-range begin/end are clipped, so a begin past the end gives a size-0 axis)."))
 register(OpDef(
     name="_slice_backward", kernel=_slice_backward, hidden=True, inputs=("grad",), kind="shape",
     infer=lambda shapes, dtypes, shape, begin, end, step: (
@@ -835,19 +839,24 @@ register(OpDef(
 
 
 def _slice_axis_bounds(shape, axis, begin, end):
+    """(axis, begin, end) of slice_axis, with MXNet's checks (GetSliceAxisParams): negative begin/end count from
+    the end; end may not pass the axis and begin must come before end (nothing is clipped, unlike slice); an
+    axis of size 0 slices to size 0 whatever begin and end are."""
     ndim = len(shape)
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of bounds for an array of ndim {ndim}")
     a = axis + ndim if axis < 0 else axis
     n = shape[a]
+    if n == 0:
+        return a, 0, 0
     b = begin + n if begin < 0 else begin
     e = n if end is None else (end + n if end < 0 else end)
-    if not 0 <= b < n + (n == 0):
-        raise ValueError(f"Invalid begin for begin={begin} as axis_size is {n}")
     if e > n:
         raise ValueError(f"Invalid end for end={end} as axis_size is {n}")
-    if not b < e:
-        raise ValueError(f"Invalid begin, end, get begin={begin}, end={end}")
+    if not b < e or e < 0:
+        raise ValueError(f"Invalid begin, end, get begin={begin}, end={end} (axis_size is {n})")
+    if b < 0:
+        raise ValueError(f"Invalid begin for begin={begin} as axis_size is {n}")
     return a, b, e
 
 
@@ -877,7 +886,8 @@ register(OpDef(
     test=OpTest(ref=lambda x, axis, begin, end: np.take(x, np.arange(x.shape[axis])[begin:end], axis=axis), cases=(
         (((3, 4),), {"axis": 1, "begin": 1, "end": 3}), (((3, 4),), {"axis": 0, "begin": 1, "end": None}),
         (((2, 3, 4),), {"axis": -1, "begin": -3, "end": -1}), (((2, 3, 4),), {"axis": 1, "begin": 0, "end": 1}))),
-    doc="Slices [begin, end) along one axis; end=None means the axis' end; needs begin < end <= size."))
+    doc="Slices [begin, end) along one axis; end=None means the axis' end; needs begin < end <= size (an empty "
+        "axis stays empty), as MXNet."))
 
 
 def _slice_like_key(shape, like_shape, axes):
