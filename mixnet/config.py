@@ -29,6 +29,10 @@ MIXNET_CACHE_DIR=path   where generated kernels and their Numba cache live (defa
                         compile in memory without a disk cache (codegen/cache.py).
 MIXNET_CACHE_MAX_MB=N   size cap of that directory in MiB (default 512): the least recently used kernels are
                         deleted when a new one would pass it.
+MIXNET_MAX_ELEMENTS=N   the most elements one array may have (default 2**40, about 10**12). Shape inference refuses a
+                        larger (or negative) shape with an MXNetError naming the op and the shape, and so do the ops
+                        that allocate an array of a shape taken from attributes (zeros, ones, full, arange, tile,
+                        repeat, broadcast_to, one_hot, ...), before allocating anything.
 MXNET_BACKWARD_DO_MIRROR=1
                         MXNet's mirror option, for every hybridized block (per block: hybridize(mirror=True)):
                         elementwise results are recomputed in the backward pass instead of kept from the
@@ -57,3 +61,21 @@ FUSE_MIN_SIZE = int(float(os.environ.get("MIXNET_FUSE_MIN_SIZE", 16384)))
 COMPILE_BACKGROUND = _flag("MIXNET_COMPILE_BACKGROUND", True)
 CACHE_MAX_MB = float(os.environ.get("MIXNET_CACHE_MAX_MB", 512))
 MIRROR = _flag("MXNET_BACKWARD_DO_MIRROR")
+
+
+def _max_elements(default=2 ** 40):
+    text = os.environ.get("MIXNET_MAX_ELEMENTS")
+    if text is None:
+        return default
+    try:
+        value = int(float(text))
+    except (ValueError, OverflowError):
+        value = -1
+    if value < 1:
+        import warnings
+        warnings.warn(f"MIXNET_MAX_ELEMENTS={text!r} is not a positive number; using {default}", stacklevel=2)
+        return default
+    return value
+
+
+MAX_ELEMENTS = _max_elements()

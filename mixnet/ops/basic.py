@@ -1,11 +1,11 @@
 """The few shape ops NDArray itself and the gradient rules stand on: Cast, indexing, Reshape, broadcasting and
 its inverse (`_sum_to`). Other layout ops live in shape.py."""
-import math
+import numbers
 
 import numpy as np
 
 from .attrs import Attr, REQUIRED, parse_any, parse_bool, parse_dtype, parse_int, parse_shape, parse_axis
-from .common import call
+from .common import broadcast_shapes, call, check_shape, norm_axis, reshape_shape
 from .registry import OpDef, OpTest, register
 
 
@@ -23,21 +23,29 @@ register(OpDef(
                 rtol=1e-3, atol=1e-3)))
 
 
-def _amp_multicast(xp, *arrays, num_outputs, cast_narrow):
-    """Casts every input to the widest (or, with cast_narrow, the narrowest) floating dtype among them."""
-    if len(arrays) != num_outputs:
-        raise ValueError(f"num_outputs={num_outputs} but {len(arrays)} inputs")
-    floats = [a.dtype for a in arrays if a.dtype.kind == "f"]
+def _multicast_dtypes(dtypes, num_outputs, cast_narrow):
+    """The output dtypes: every floating input becomes the widest (with cast_narrow, the narrowest) of them."""
+    if len(dtypes) != num_outputs:
+        raise ValueError(f"num_outputs={num_outputs} but {len(dtypes)} inputs")
+    dtypes = [np.dtype(d) for d in dtypes]
+    floats = [d for d in dtypes if d.kind == "f"]
     if not floats:
-        return tuple(a.copy() for a in arrays)
+        return dtypes
     target = (min if cast_narrow else max)(floats, key=lambda d: d.itemsize)
-    return tuple(a.astype(target) if a.dtype.kind == "f" else a.copy() for a in arrays)
+    return [target if d.kind == "f" else d for d in dtypes]
+
+
+def _amp_multicast(xp, *arrays, num_outputs, cast_narrow):
+    targets = _multicast_dtypes([a.dtype for a in arrays], num_outputs, cast_narrow)
+    return tuple(a.astype(t) if t != a.dtype else a.copy() for a, t in zip(arrays, targets))
 
 
 register(OpDef(
     name="amp_multicast", kernel=_amp_multicast, inputs=("data",), variadic=True, kind="unary",
     attrs={"num_outputs": Attr(parse_int, REQUIRED), "cast_narrow": Attr(parse_bool, False)},
     num_outputs=lambda a: a["num_outputs"],
+    infer=lambda shapes, dtypes, num_outputs, cast_narrow: (
+        [tuple(s) for s in shapes], _multicast_dtypes(dtypes, num_outputs, cast_narrow)),
     grad=lambda c, *gs: tuple(call("Cast", g, dtype=x.dtype) for g, x in zip(gs, c.inputs)),
     test=OpTest(ref=lambda *xs, num_outputs, cast_narrow: tuple(x.astype(np.float32) for x in xs), cases=(
         (((2, 3), (3,)), {"num_outputs": 2}),)),
@@ -51,8 +59,104 @@ def _getitem(xp, x, key):
     return x[key]
 
 
+def _index_parts(key):
+    """The parts of an index as (kind, value): 'int', 'slice', 'none', 'ellipsis', 'array' (integers), 'bool'."""
+    parts = []
+    for k in (key if isinstance(key, tuple) else (key,)):
+        if k is None:
+            parts.append(("none", None))
+        elif k is Ellipsis:
+            parts.append(("ellipsis", None))
+        elif isinstance(k, slice):
+            parts.append(("slice", k))
+        elif isinstance(k, (bool, np.bool_)):
+            parts.append(("bool", np.asarray(k)))
+        elif isinstance(k, numbers.Integral):
+            parts.append(("int", int(k)))
+        else:
+            a = np.asarray(k)
+            if a.dtype == np.bool_:
+                parts.append(("bool", a))
+            elif a.dtype.kind in "iu":
+                parts.append(("array", a))
+            else:
+                raise IndexError("only integers, slices, None, Ellipsis and integer or boolean arrays are valid "
+                                 f"indices, got {type(k).__name__} of dtype {a.dtype}")
+    return parts
+
+
+def index_shape(shape, key):
+    """The shape of x[key] for an x of `shape`, from the shape alone (numpy's basic and advanced indexing rules;
+    the index values are attributes, so their bounds are checked here as numpy would)."""
+    shape = tuple(shape)
+    parts = _index_parts(key)
+    used = sum(1 if k in ("int", "slice", "array") else (v.ndim if k == "bool" else 0) for k, v in parts)
+    ellipses = [i for i, (k, _) in enumerate(parts) if k == "ellipsis"]
+    if len(ellipses) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if used > len(shape):
+        raise IndexError(f"too many indices for an array of shape {shape}: {used} were indexed")
+    fill = [("slice", slice(None))] * (len(shape) - used)
+    if ellipses:
+        parts = parts[:ellipses[0]] + [("ellipsis", None)] + fill + parts[ellipses[0] + 1:]
+    else:
+        parts = parts + fill
+    advanced = any(k in ("array", "bool") for k, _ in parts)
+    out, adv_shapes, adv_at, dim = [], [], [], 0
+    for pos, (kind, v) in enumerate(parts):
+        if kind == "none":
+            out.append(1)
+        elif kind == "slice":
+            out.append(len(range(*v.indices(shape[dim]))))
+            dim += 1
+        elif kind == "int":
+            n = shape[dim]
+            if not -n <= v < n:
+                raise IndexError(f"index {v} is out of bounds for axis {dim} with size {n}")
+            if advanced:
+                adv_shapes.append(())
+                adv_at.append(pos)
+            dim += 1
+        elif kind == "array":
+            n = shape[dim]
+            if v.size and (int(v.max()) >= n or int(v.min()) < -n):
+                bad = int(v.max()) if int(v.max()) >= n else int(v.min())
+                raise IndexError(f"index {bad} is out of bounds for axis {dim} with size {n}")
+            adv_shapes.append(v.shape)
+            adv_at.append(pos)
+            dim += 1
+        elif kind == "bool":
+            if v.shape != shape[dim:dim + v.ndim]:
+                raise IndexError(f"boolean index of shape {v.shape} does not match the indexed dimensions "
+                                 f"{shape[dim:dim + v.ndim]} of an array of shape {shape}")
+            adv_shapes.append((int(np.count_nonzero(v)),))
+            adv_at.append(pos)
+            dim += v.ndim
+    if not advanced:
+        return tuple(out)
+    try:
+        adv = tuple(np.broadcast_shapes(*adv_shapes))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(s) for s in adv_shapes)) from None
+    # the advanced dimensions replace the first advanced index when the advanced indices are adjacent, else
+    # they come first (numpy's rule); `out` holds the basic dimensions in order
+    if adv_at == list(range(adv_at[0], adv_at[-1] + 1)):
+        before = sum(1 for kind, _ in parts[:adv_at[0]] if kind in ("slice", "none"))
+        return tuple(out[:before]) + adv + tuple(out[before:])
+    return adv + tuple(out)
+
+
+def _getitem_backward_infer(shapes, dtypes, shape, key):
+    selected = index_shape(shape, key)
+    if broadcast_shapes(shapes[0], selected) != selected:
+        raise ValueError(f"gradient of shape {tuple(shapes[0])} does not fit the selection {selected} of "
+                         f"x[{key!r}] for x of shape {tuple(shape)}")
+    return [check_shape(shape)], [dtypes[0]]
+
+
 def _getitem_backward(xp, g, shape, key):
-    out = xp.zeros(shape, dtype=g.dtype)
+    out = xp.zeros(check_shape(shape), dtype=g.dtype)
     if isinstance(key, tuple) and any(isinstance(k, np.ndarray) for k in key) or isinstance(key, np.ndarray):
         xp.add.at(out, key, g)            # repeated indices accumulate
     else:
@@ -62,6 +166,7 @@ def _getitem_backward(xp, g, shape, key):
 
 register(OpDef(
     name="_getitem", kernel=_getitem, attrs={"key": Attr(parse_any, REQUIRED)}, hidden=True,
+    infer=lambda shapes, dtypes, key: ([index_shape(shapes[0], key)], [dtypes[0]]),
     grad=lambda c, g: (call("_getitem_backward", g, shape=c.inputs[0].shape, key=c.attrs["key"]),),
     test=OpTest(ref=lambda x, key: x[key], cases=(
         (((4, 5),), {"key": (slice(1, 3), 2)}),
@@ -71,7 +176,7 @@ register(OpDef(
     ))))
 register(OpDef(
     name="_getitem_backward", kernel=_getitem_backward, hidden=True, inputs=("grad",),
-    attrs={"shape": Attr(parse_shape, REQUIRED), "key": Attr(parse_any, REQUIRED)},
+    attrs={"shape": Attr(parse_shape, REQUIRED), "key": Attr(parse_any, REQUIRED)}, infer=_getitem_backward_infer,
     grad=lambda c, g: (call("_getitem", g, key=c.attrs["key"]),),
     test=OpTest(ref=lambda g, shape, key: _getitem_backward(np, g, shape, key), cases=(
         (((2,),), {"shape": (4, 5), "key": (slice(1, 3), 2)}),
@@ -81,12 +186,24 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # broadcasting and its inverse
+def _sum_to_axes(x_shape, shape):
+    """The axes _sum_to sums over: the leading ones, then those where `shape` (which x_shape was broadcast from)
+    has 1."""
+    x_shape, shape = tuple(x_shape), tuple(shape)
+    lead = len(x_shape) - len(shape)
+    if lead < 0 or any(d != 1 and d != x for d, x in zip(shape, x_shape[lead:])):
+        raise ValueError(f"cannot sum shape {x_shape} down to {shape}")
+    return tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and x_shape[lead + i] != 1)
+
+
+def _sum_to_infer(shapes, dtypes, shape):
+    _sum_to_axes(shapes[0], shape)
+    return [tuple(shape)], [dtypes[0]]
+
+
 def _sum_to(xp, x, shape):
     """Sums x down to `shape` (which x was broadcast from): leading axes, then axes where shape has 1."""
-    lead = x.ndim - len(shape)
-    if lead < 0:
-        raise ValueError(f"cannot sum shape {x.shape} down to {shape}")
-    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and x.shape[lead + i] != 1)
+    axes = _sum_to_axes(x.shape, shape)
     out = x.sum(axis=axes, keepdims=True, dtype=x.dtype) if axes else x
     out = out.reshape(shape)
     return out if out is not x else x.copy()
@@ -95,7 +212,7 @@ def _sum_to(xp, x, shape):
 register(OpDef(
     name="_sum_to", kernel=_sum_to, attrs={"shape": Attr(parse_shape, REQUIRED)}, hidden=True, kind="reduce",
     grad=lambda c, g: (call("broadcast_to", g, shape=c.inputs[0].shape),),
-    infer=lambda shapes, dtypes, shape: ([shape], [dtypes[0]]),
+    infer=_sum_to_infer,
     test=OpTest(ref=lambda x, shape: _sum_to(np, x.astype(np.float64), shape), cases=(
         (((3, 4),), {"shape": (4,)}), (((3, 4),), {"shape": (3, 1)}), (((2, 3, 4),), {"shape": (1, 4)}),
         (((2, 3),), {"shape": (2, 3)}))), doc="Inverse of broadcast_to: the gradient of every broadcasting op."))
@@ -110,7 +227,7 @@ def _target_shape(x_shape, shape):
     for p, s in zip(pad, out):
         if p != 1 and p != s:
             raise ValueError(f"cannot broadcast shape {x_shape} to {shape}")
-    return out
+    return check_shape(out)
 
 
 def _broadcast_to(xp, x, shape):
@@ -126,17 +243,20 @@ register(OpDef(
         (((2, 1),), {"shape": (0, 3)})))))
 
 
-def _broadcast_like(xp, x, like, lhs_axes, rhs_axes):
+def _broadcast_like_shape(x_shape, like_shape, lhs_axes, rhs_axes):
     if lhs_axes is None:
-        shape = like.shape
-    else:
-        lhs_axes, rhs_axes = _axes_tuple(lhs_axes), _axes_tuple(rhs_axes)
-        if len(lhs_axes) != len(rhs_axes):
-            raise ValueError(f"lhs_axes {lhs_axes} and rhs_axes {rhs_axes} differ in length")
-        shape = list(x.shape)
-        for la, ra in zip(lhs_axes, rhs_axes):
-            shape[la] = like.shape[ra]
-    return _broadcast_to(xp, x, tuple(shape))
+        return _target_shape(x_shape, like_shape)
+    lhs_axes, rhs_axes = _axes_tuple(lhs_axes), _axes_tuple(rhs_axes)
+    if len(lhs_axes) != len(rhs_axes):
+        raise ValueError(f"lhs_axes {lhs_axes} and rhs_axes {rhs_axes} differ in length")
+    shape = list(x_shape)
+    for la, ra in zip(lhs_axes, rhs_axes):
+        shape[norm_axis(la, len(x_shape), "lhs axis")] = like_shape[norm_axis(ra, len(like_shape), "rhs axis")]
+    return _target_shape(x_shape, shape)
+
+
+def _broadcast_like(xp, x, like, lhs_axes, rhs_axes):
+    return xp.broadcast_to(x, _broadcast_like_shape(x.shape, like.shape, lhs_axes, rhs_axes)).copy()
 
 
 def _axes_tuple(axes):
@@ -146,102 +266,41 @@ def _axes_tuple(axes):
 register(OpDef(
     name="broadcast_like", kernel=_broadcast_like, inputs=("lhs", "rhs"), nondiff_inputs=(1,),
     attrs={"lhs_axes": Attr(parse_axis, None), "rhs_axes": Attr(parse_axis, None)},
+    infer=lambda shapes, dtypes, lhs_axes, rhs_axes: (
+        [_broadcast_like_shape(shapes[0], shapes[1], lhs_axes, rhs_axes)], [dtypes[0]]),
     grad=lambda c, g: (call("_sum_to", g, shape=c.inputs[0].shape), None),
     test=OpTest(ref=lambda x, like, lhs_axes, rhs_axes: _broadcast_like(np, x, like, lhs_axes, rhs_axes), cases=(
         (((1, 4), (3, 4)), {}), (((2, 1), (5, 3)), {"lhs_axes": (1,), "rhs_axes": (1,)})))))
 
 
-def _broadcast_axis(xp, x, axis, size):
+def _broadcast_axis_shape(x_shape, axis, size):
     axis, size = _axes_tuple(() if axis is None else axis), _axes_tuple(() if size is None else size)
     if len(axis) != len(size):
         raise ValueError(f"axis {axis} and size {size} differ in length")
-    shape = list(x.shape)
+    shape = list(x_shape)
     for a, s in zip(axis, size):
+        a = norm_axis(a, len(shape))
         if shape[a] != 1:
             raise ValueError(f"axis {a} has size {shape[a]}, broadcast_axis needs 1")
         shape[a] = s
-    return xp.broadcast_to(x, tuple(shape)).copy()
+    return check_shape(shape)
+
+
+def _broadcast_axis(xp, x, axis, size):
+    return xp.broadcast_to(x, _broadcast_axis_shape(x.shape, axis, size)).copy()
 
 
 register(OpDef(
     name="broadcast_axis", kernel=_broadcast_axis, aliases=("broadcast_axes",),
     attrs={"axis": Attr(parse_axis, ()), "size": Attr(parse_axis, ())},
+    infer=lambda shapes, dtypes, axis, size: ([_broadcast_axis_shape(shapes[0], axis, size)], [dtypes[0]]),
     grad=lambda c, g: (call("_sum_to", g, shape=c.inputs[0].shape),),
     test=OpTest(ref=lambda x, axis, size: _broadcast_axis(np, x, axis, size), cases=(
         (((1, 4),), {"axis": 0, "size": 3}), (((2, 1, 1),), {"axis": (1, 2), "size": (3, 2)})))))
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Reshape with MXNet's special codes (one implementation for eager and, later, traced code)
-def reshape_shape(in_shape, spec, reverse=False):
-    """Resolves MXNet's reshape codes 0, -1, -2, -3, -4 against `in_shape`."""
-    in_shape, spec = tuple(in_shape), tuple(spec)
-    if all(d > 0 for d in spec):               # the common case: a plain shape (gradient rules pass these)
-        if math.prod(spec) != math.prod(in_shape):
-            raise ValueError(f"cannot reshape array of shape {in_shape} (size {math.prod(in_shape)}) into {spec}")
-        return spec
-    if reverse:
-        out = reshape_shape(in_shape[::-1], _reverse_spec(spec))
-        return out[::-1]
-    out, i, j, infer_at = [], 0, 0, None
-    while j < len(spec):
-        code = spec[j]
-        if code == 0:
-            _need(i < len(in_shape), in_shape, spec)
-            out.append(in_shape[i]); i += 1
-        elif code == -1:
-            if infer_at is not None:
-                raise ValueError(f"reshape {spec}: at most one -1")
-            infer_at = len(out); out.append(1); i += 1
-        elif code == -2:
-            out.extend(in_shape[i:]); i = len(in_shape)
-        elif code == -3:
-            _need(i + 1 < len(in_shape), in_shape, spec)
-            out.append(in_shape[i] * in_shape[i + 1]); i += 2
-        elif code == -4:
-            _need(i < len(in_shape) and j + 2 < len(spec), in_shape, spec)
-            d, a, b = in_shape[i], spec[j + 1], spec[j + 2]
-            if a == -1 and b == -1:
-                raise ValueError(f"reshape {spec}: -4 cannot split into two -1")
-            if a == -1:
-                a = d // b if b else 0
-            if b == -1:
-                b = d // a if a else 0
-            if a * b != d:
-                raise ValueError(f"reshape {spec}: -4 splits {d} into {a} x {b}")
-            out.extend((a, b)); i += 1; j += 2
-        elif code > 0:
-            out.append(code); i += 1
-        else:
-            raise ValueError(f"reshape {spec}: invalid code {code}")
-        j += 1
-    total = math.prod(in_shape)
-    if infer_at is not None:
-        known = math.prod(out)
-        if known == 0 or total % known:
-            raise ValueError(f"cannot reshape {in_shape} into {spec}: size {total} does not divide")
-        out[infer_at] = total // known
-    if math.prod(out) != total:
-        raise ValueError(f"cannot reshape array of shape {in_shape} (size {total}) into {tuple(out)}")
-    return tuple(out)
-
-
-def _reverse_spec(spec):
-    """Reverses a spec keeping each -4's two following values in order after reversal."""
-    groups, j = [], 0
-    while j < len(spec):
-        if spec[j] == -4:
-            groups.append((-4, spec[j + 2], spec[j + 1])); j += 3
-        else:
-            groups.append((spec[j],)); j += 1
-    return tuple(v for grp in reversed(groups) for v in grp)
-
-
-def _need(ok, in_shape, spec):
-    if not ok:
-        raise ValueError(f"reshape {spec} does not fit input shape {in_shape}")
-
-
+# Reshape with MXNet's special codes (common.reshape_shape: one implementation for eager and traced code)
 def _reshape(xp, x, shape, reverse):
     return x.reshape(reshape_shape(x.shape, shape, reverse))
 

@@ -258,10 +258,10 @@ def _grad(steps):
 # ---------------------------------------------------------------------------------------------------------
 # shape and dtype inference through the subgraphs
 def infer_subgraph(graph, shapes, dtypes, what):
-    """Output (shapes, dtypes) of a subgraph given {input name: shape} and {input name: dtype}."""
-    from ..symbol.infer import infer_graph
-    nodes = graph._nodes()
-    eshape, edtype = infer_graph(nodes, shapes, dtypes, False)
+    """Output (shapes, dtypes) of a subgraph given {input name: shape} and {input name: dtype} (memoized within one
+    top-level inference: symbol/infer.py)."""
+    from ..symbol import infer
+    eshape, edtype = infer.infer_subgraph(graph, shapes, dtypes, False)
     out_shapes, out_dtypes = [], []
     for k, (node, idx) in enumerate(graph._outputs):
         s, d = eshape.get((id(node), idx)), edtype.get((id(node), idx))

@@ -9,7 +9,7 @@ import numpy as np
 
 from .attrs import Attr, REQUIRED, optional, parse_bool, parse_ctx, parse_dtype, parse_float, parse_int, \
     parse_shape
-from .common import infer_same
+from .common import check_shape, infer_same
 from .registry import OpDef, OpTest, register
 
 _F32 = np.dtype(np.float32)
@@ -26,26 +26,20 @@ _CTX = Attr(parse_ctx, None)
 _DTYPE = Attr(_parse_dtype_f32, _F32)
 
 
-def _check_shape(shape):
-    if any(d < 0 for d in shape):
-        raise ValueError(f"shape {tuple(shape)} has a negative dimension")
-    return tuple(shape)
-
-
 def _zeros(xp, shape, ctx, dtype):
-    return xp.zeros(_check_shape(shape), dtype=dtype)
+    return xp.zeros(check_shape(shape), dtype=dtype)
 
 
 def _ones(xp, shape, ctx, dtype):
-    return xp.ones(_check_shape(shape), dtype=dtype)
+    return xp.ones(check_shape(shape), dtype=dtype)
 
 
 def _full(xp, shape, ctx, dtype, value):
-    return xp.full(_check_shape(shape), value, dtype=np.float64).astype(dtype)
+    return xp.full(check_shape(shape), value, dtype=np.float64).astype(dtype)
 
 
 def _const_infer(shapes, dtypes, shape, dtype, **_):
-    return [tuple(shape)], [dtype]
+    return [check_shape(shape)], [dtype]
 
 
 _CREATE_CASES = ((((), {"shape": (2, 3)}), ((), {"shape": (4,), "dtype": "int32"}),
@@ -73,7 +67,8 @@ register(OpDef(
     doc="An array filled with `value` (cast to dtype: 2.7 becomes 2 in int32)."))
 
 
-def _arange_values(xp, start, stop, step, repeat, dtype):
+def _arange_count(start, stop, step, repeat):
+    """(start, stop, the number of distinct values) of arange; it has that many times `repeat` elements."""
     if stop is None:
         start, stop = 0.0, start
     if step == 0:
@@ -82,7 +77,13 @@ def _arange_values(xp, start, stop, step, repeat, dtype):
         raise ValueError(f"repeat must be positive, got {repeat}")
     if (step > 0 and start >= stop) or (step < 0 and start <= stop):
         raise ValueError(f"Invalid range (start, stop, step) = ({start:g},{stop:g},{step:g})")
-    n = int(math.ceil((stop - start) / step))
+    count = math.ceil((stop - start) / step)
+    check_shape((count * repeat,))
+    return start, stop, count
+
+
+def _arange_values(xp, start, stop, step, repeat, dtype):
+    start, stop, n = _arange_count(start, stop, step, repeat)
     values = start + step * xp.arange(n, dtype=np.float64)
     if repeat > 1:
         values = xp.repeat(values, repeat)
@@ -106,6 +107,8 @@ def _ref_arange(start, stop, step, repeat, infer_range, ctx, dtype):
 
 register(OpDef(
     name="_arange", kernel=_arange, inputs=(), creates=True, differentiable=False,
+    infer=lambda shapes, dtypes, start, stop, step, repeat, infer_range, ctx, dtype: (
+        [(_arange_count(start, stop, step, repeat)[2] * repeat,)], [dtype]),
     attrs={"start": Attr(parse_float, REQUIRED), "stop": Attr(optional(parse_float), None),
            "step": Attr(parse_float, 1.0), "repeat": Attr(parse_int, 1), "infer_range": Attr(parse_bool, False),
            "ctx": _CTX, "dtype": _DTYPE},
@@ -116,9 +119,14 @@ register(OpDef(
     doc="Evenly spaced values in [start, stop) (stop None: [0, start)), each repeated `repeat` times."))
 
 
-def _linspace(xp, start, stop, num, endpoint, ctx, dtype):
+def _linspace_shape(num):
     if num < 0:
         raise ValueError(f"num must be non-negative, got {num}")
+    return check_shape((num,))
+
+
+def _linspace(xp, start, stop, num, endpoint, ctx, dtype):
+    _linspace_shape(num)
     div = (num - 1) if endpoint else num
     step = (stop - start) / div if div > 0 else 0.0
     return (start + step * xp.arange(num, dtype=np.float64)).astype(dtype)
@@ -126,6 +134,7 @@ def _linspace(xp, start, stop, num, endpoint, ctx, dtype):
 
 register(OpDef(
     name="_linspace", kernel=_linspace, inputs=(), creates=True, differentiable=False,
+    infer=lambda shapes, dtypes, start, stop, num, endpoint, ctx, dtype: ([_linspace_shape(num)], [dtype]),
     attrs={"start": Attr(parse_float, REQUIRED), "stop": Attr(parse_float, REQUIRED),
            "num": Attr(parse_int, REQUIRED), "endpoint": Attr(parse_bool, True), "ctx": _CTX, "dtype": _DTYPE},
     test=OpTest(ref=lambda start, stop, num, endpoint, ctx, dtype: np.linspace(start, stop, num,
@@ -136,14 +145,19 @@ register(OpDef(
     doc="`num` evenly spaced values from start to stop (inclusive unless endpoint=False)."))
 
 
-def _eye(xp, N, M, k, ctx, dtype):
+def _eye_shape(N, M):
     if N < 0 or M < 0:
         raise ValueError(f"N and M must be non-negative, got N={N}, M={M}")
-    return xp.eye(N, M if M > 0 else N, k, dtype=dtype)
+    return check_shape((N, M if M > 0 else N))
+
+
+def _eye(xp, N, M, k, ctx, dtype):
+    return xp.eye(*_eye_shape(N, M), k, dtype=dtype)
 
 
 register(OpDef(
     name="_eye", kernel=_eye, inputs=(), creates=True, differentiable=False,
+    infer=lambda shapes, dtypes, N, M, k, ctx, dtype: ([_eye_shape(N, M)], [dtype]),
     attrs={"N": Attr(parse_int, REQUIRED), "M": Attr(parse_int, 0), "k": Attr(parse_int, 0), "ctx": _CTX,
            "dtype": _DTYPE},
     test=OpTest(ref=lambda N, M, k, ctx, dtype: np.array([[1.0 if j - i == k else 0.0 for j in range(M or N)]

@@ -18,11 +18,12 @@ Semantics follow MXNet 1.9.1 (checked against it):
 Every gradient is written with registry ops (these, Reshape, _sum_to, elementwise), so it differentiates again.
 """
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from .attrs import Attr, optional, choice, parse_bool, parse_float, parse_int
-from .common import call, sum_to
+from .common import call, check_shape, sum_to
 from .registry import OpDef, OpTest, register
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -31,6 +32,25 @@ _DOT_FLOATS = _FLOATS + (np.dtype(np.float16),)
 
 def _mT(xp, x):
     return xp.swapaxes(x, -1, -2)
+
+
+class _Input(NamedTuple):
+    """An input seen only by its shape and dtype: what the checks below read, so each op's infer runs the very
+    checks its kernel runs."""
+    shape: tuple
+    dtype: np.dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+
+def _inputs(shapes, dtypes):
+    return [_Input(tuple(s), np.dtype(d)) for s, d in zip(shapes, dtypes)]
+
+
+def _swap_last(shape):
+    return tuple(shape[:-2]) + (shape[-1], shape[-2])
 
 
 def _check_float(name, *arrays, allowed=_FLOATS):
@@ -45,11 +65,13 @@ def _check_float(name, *arrays, allowed=_FLOATS):
 def _check_square(name, x, what="A"):
     if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
         raise ValueError(f"{name}: input {what} must be a (batch of) square matrices, got shape {x.shape}")
+    return x
 
 
 def _check_matrix(name, x, what="A"):
     if x.ndim < 2:
         raise ValueError(f"{name}: input {what} must have at least 2 dimensions, got shape {x.shape}")
+    return x
 
 
 def _check_batch(name, *arrays):
@@ -145,6 +167,13 @@ def _check_stype(forward_stype):
         raise ValueError(f"forward_stype={forward_stype!r}: mixnet stores every array dense (only 'default')")
 
 
+def _dot_infer(shapes, dtypes, transpose_a, transpose_b, forward_stype):
+    a, b = _inputs(shapes, dtypes)
+    _check_float("dot", a, b, allowed=_DOT_FLOATS)
+    _check_stype(forward_stype)
+    return [_dot_plan(a.shape, b.shape, transpose_a, transpose_b)[4]], [a.dtype]
+
+
 def _dot(xp, a, b, transpose_a, transpose_b, forward_stype):
     _check_float("dot", a, b, allowed=_DOT_FLOATS)
     _check_stype(forward_stype)
@@ -176,7 +205,7 @@ _TRANSPOSE_AB = {"transpose_a": Attr(parse_bool, False), "transpose_b": Attr(par
 _STYPE = Attr(optional(choice("default", "row_sparse", "csr")), None)
 
 register(OpDef(
-    name="dot", kernel=_dot, inputs=("lhs", "rhs"), grad=_dot_grad,
+    name="dot", kernel=_dot, inputs=("lhs", "rhs"), grad=_dot_grad, infer=_dot_infer,
     attrs=dict(_TRANSPOSE_AB, forward_stype=_STYPE),
     doc="Dot product: N-D arrays contract the last axis of lhs with the first axis of rhs.",
     test=OpTest(ref=_dot_ref, cases=(
@@ -188,7 +217,7 @@ register(OpDef(
     ))))
 
 
-def _batch_dot(xp, a, b, transpose_a, transpose_b, forward_stype):
+def _batch_dot_shape(a, b, transpose_a, transpose_b, forward_stype):
     _check_float("batch_dot", a, b, allowed=_DOT_FLOATS)
     _check_stype(forward_stype)
     if a.ndim < 3 or a.ndim != b.ndim:
@@ -197,11 +226,18 @@ def _batch_dot(xp, a, b, transpose_a, transpose_b, forward_stype):
     if a.shape[:-2] != b.shape[:-2]:
         raise ValueError(f"batch_dot shape error (the leading batch dimensions must be equal): {a.shape} X "
                          f"{b.shape}")
-    x = _mT(xp, a) if transpose_a else a
-    y = _mT(xp, b) if transpose_b else b
-    if x.shape[-1] != y.shape[-2]:
+    x = _swap_last(a.shape) if transpose_a else tuple(a.shape)
+    y = _swap_last(b.shape) if transpose_b else tuple(b.shape)
+    if x[-1] != y[-2]:
         raise ValueError(f"batch_dot shape error: {a.shape} X {b.shape} (transpose_a={transpose_a}, "
                          f"transpose_b={transpose_b})")
+    return x[:-1] + y[-1:]
+
+
+def _batch_dot(xp, a, b, transpose_a, transpose_b, forward_stype):
+    _batch_dot_shape(a, b, transpose_a, transpose_b, forward_stype)
+    x = _mT(xp, a) if transpose_a else a
+    y = _mT(xp, b) if transpose_b else b
     return xp.matmul(x, y).astype(a.dtype, copy=False)
 
 
@@ -219,6 +255,7 @@ def _batch_dot_ref(a, b, transpose_a, transpose_b, forward_stype):
 
 register(OpDef(
     name="batch_dot", kernel=_batch_dot, inputs=("lhs", "rhs"), grad=_batch_dot_grad,
+    infer=lambda shapes, dtypes, **a: ([_batch_dot_shape(*_inputs(shapes, dtypes), **a)], [np.dtype(dtypes[0])]),
     attrs=dict(_TRANSPOSE_AB, forward_stype=_STYPE), doc="Batched matrix product over the leading axes.",
     test=OpTest(ref=_batch_dot_ref, cases=(
         (((2, 3, 4), (2, 4, 5)), {}), (((2, 4, 3), (2, 4, 5)), {"transpose_a": True}),
@@ -230,7 +267,7 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # khatri_rao: column-wise Kronecker product
-def _khatri_rao(xp, *arrays):
+def _khatri_rao_shape(arrays):
     if not arrays:
         raise ValueError("khatri_rao needs at least one input")
     _check_float("khatri_rao", *arrays, allowed=_DOT_FLOATS)
@@ -238,6 +275,11 @@ def _khatri_rao(xp, *arrays):
         if a.ndim != 2 or a.shape[1] != arrays[0].shape[1]:
             raise ValueError("khatri_rao needs 2-D inputs with the same number of columns, got "
                              + ", ".join(str(x.shape) for x in arrays))
+    return check_shape((_prod([a.shape[0] for a in arrays]), arrays[0].shape[1]))
+
+
+def _khatri_rao(xp, *arrays):
+    _khatri_rao_shape(arrays)
     out = arrays[0]
     for a in arrays[1:]:
         out = (out[:, None, :] * a[None, :, :]).reshape(-1, a.shape[1])
@@ -281,6 +323,7 @@ def _khatri_rao_ref(*arrays):
 
 register(OpDef(
     name="khatri_rao", kernel=_khatri_rao, inputs=("args",), variadic=True, grad=_khatri_rao_grad,
+    infer=lambda shapes, dtypes: ([_khatri_rao_shape(_inputs(shapes, dtypes))], [np.dtype(dtypes[0])]),
     doc="Column-wise Khatri-Rao product of 2-D arrays with equal column counts (MXNet has no gradient for it; "
         "mixnet does).",
     test=OpTest(ref=_khatri_rao_ref, cases=(
@@ -291,42 +334,81 @@ register(OpDef(
 # ---------------------------------------------------------------------------------------------------------
 # _swap_last2: the transpose of the last two axes (an internal helper of the gradient rules)
 def _swap_last2(xp, x):
-    if x.ndim < 2:
-        raise ValueError(f"needs at least 2 dimensions, got shape {x.shape}")
+    _check_matrix("_swap_last2", x)
     return _mT(xp, x).copy()
 
 
 register(OpDef(
     name="_swap_last2", kernel=_swap_last2, hidden=True, grad=lambda c, g: (_T(g),),
-    infer=lambda shapes, dtypes: ([tuple(shapes[0][:-2]) + (shapes[0][-1], shapes[0][-2])], [dtypes[0]]),
+    infer=lambda shapes, dtypes: ([_swap_last(_check_matrix("_swap_last2", *_inputs(shapes, dtypes)).shape)],
+                                  [dtypes[0]]),
     test=OpTest(ref=lambda x: np.swapaxes(x, -1, -2), cases=((((3, 4),), {}), (((2, 3, 4),), {}))),
     doc="Transposes the last two axes (used by the linalg gradient rules)."))
 
 
 # ---------------------------------------------------------------------------------------------------------
 # gemm / gemm2
-def _to_rows(xp, x, axis, name):
-    ndim = x.ndim
+def _rows_axis(shape, axis, name):
+    """The axis holding a gemm operand's rows (any but the last)."""
+    ndim = len(shape)
     if ndim < 2:
-        raise ValueError(f"{name}: inputs must have at least 2 dimensions, got shape {x.shape}")
+        raise ValueError(f"{name}: inputs must have at least 2 dimensions, got shape {tuple(shape)}")
     ax = axis + ndim if axis < 0 else axis
     if not 0 <= ax < ndim - 1:
         raise ValueError(f"{name}: axis {axis} is out of range for {ndim}-D inputs (it may not be the last axis)")
-    return xp.moveaxis(x, ax, -2), ax
+    return ax
+
+
+def _rows_last(shape, ax):
+    """The shape after moving axis ax to position -2."""
+    shape = tuple(shape)
+    rest = shape[:ax] + shape[ax + 1:]
+    return rest[:-1] + (shape[ax],) + rest[-1:]
+
+
+def _gemm_shape(name, a, b, transpose_a, transpose_b, axis):
+    """(rows axis, op(A) op(B)'s shape with its rows back on that axis) of gemm/gemm2."""
+    if a.ndim != b.ndim:
+        raise ValueError(f"{name}: inputs must have the same number of dimensions, got {a.shape} and {b.shape}")
+    ax = _rows_axis(a.shape, axis, name)
+    _rows_axis(b.shape, axis, name)
+    x, y = _rows_last(a.shape, ax), _rows_last(b.shape, ax)
+    if x[:-2] != y[:-2]:
+        raise ValueError(f"{name}: batch dimensions must agree, got {tuple(a.shape)}, {tuple(b.shape)}")
+    x = _swap_last(x) if transpose_a else x
+    y = _swap_last(y) if transpose_b else y
+    if x[-1] != y[-2]:
+        raise ValueError(f"{name}: incompatible matrix dimensions for multiplication: {a.shape} and {b.shape} "
+                         f"(transpose_a={transpose_a}, transpose_b={transpose_b}, axis={axis})")
+    r = x[:-1] + y[-1:]                                  # rows at -2: move them back to `ax`
+    rest = r[:-2] + r[-1:]
+    return ax, rest[:ax] + (r[-2],) + rest[ax:]
 
 
 def _gemm_core(xp, name, a, b, transpose_a, transpose_b, alpha, axis):
-    if a.ndim != b.ndim:
-        raise ValueError(f"{name}: inputs must have the same number of dimensions, got {a.shape} and {b.shape}")
-    x, ax = _to_rows(xp, a, axis, name)
-    y, _ = _to_rows(xp, b, axis, name)
-    _check_batch(name, x, y)
+    ax, _ = _gemm_shape(name, a, b, transpose_a, transpose_b, axis)
+    x, y = xp.moveaxis(a, ax, -2), xp.moveaxis(b, ax, -2)
     x = _mT(xp, x) if transpose_a else x
     y = _mT(xp, y) if transpose_b else y
-    if x.shape[-1] != y.shape[-2]:
-        raise ValueError(f"{name}: incompatible matrix dimensions for multiplication: {a.shape} and {b.shape} "
-                         f"(transpose_a={transpose_a}, transpose_b={transpose_b}, axis={axis})")
     return xp.matmul(x, y) * a.dtype.type(alpha), ax
+
+
+def _gemm2_infer(shapes, dtypes, transpose_a, transpose_b, alpha, axis):
+    a, b = _inputs(shapes, dtypes)
+    _check_float("linalg.gemm2", a, b)
+    return [_gemm_shape("linalg.gemm2", a, b, transpose_a, transpose_b, axis)[1]], [a.dtype]
+
+
+def _gemm_check_c(c_shape, product):
+    if tuple(c_shape) != tuple(product):
+        raise ValueError(f"linalg.gemm: C has shape {tuple(c_shape)}, the product has shape {tuple(product)}")
+
+
+def _gemm_infer(shapes, dtypes, transpose_a, transpose_b, alpha, beta, axis):
+    a, b, c = _inputs(shapes, dtypes)
+    _check_float("linalg.gemm", a, b, c)
+    _gemm_check_c(c.shape, _gemm_shape("linalg.gemm", a, b, transpose_a, transpose_b, axis)[1])
+    return [c.shape], [a.dtype]
 
 
 def _gemm2(xp, a, b, transpose_a, transpose_b, alpha, axis):
@@ -339,8 +421,7 @@ def _gemm(xp, a, b, c, transpose_a, transpose_b, alpha, beta, axis):
     _check_float("linalg.gemm", a, b, c)
     r, ax = _gemm_core(xp, "linalg.gemm", a, b, transpose_a, transpose_b, alpha, axis)
     r = xp.moveaxis(r, -2, ax)
-    if c.shape != r.shape:
-        raise ValueError(f"linalg.gemm: C has shape {c.shape}, the product has shape {r.shape}")
+    _gemm_check_c(c.shape, r.shape)
     return (r + c * c.dtype.type(beta)).astype(a.dtype, copy=False)
 
 
@@ -376,7 +457,7 @@ _GEMM_ATTRS = {"transpose_a": Attr(parse_bool, False), "transpose_b": Attr(parse
 register(OpDef(
     name="_linalg_gemm", kernel=_gemm, inputs=("A", "B", "C"), grad=_gemm_grad,
     attrs=dict(_GEMM_ATTRS, beta=Attr(parse_float, 1.0), axis=Attr(parse_int, -2)),
-    infer=lambda shapes, dtypes, **a: ([tuple(shapes[2])], [dtypes[0]]),
+    infer=_gemm_infer,
     doc="alpha * op(A) op(B) + beta * C over the last two axes (rows on `axis`), batched.",
     test=OpTest(ref=lambda a, b, c, transpose_a, transpose_b, alpha, beta, axis:
                 _gemm_ref_core(a, b, transpose_a, transpose_b, alpha, axis) + beta * c, cases=(
@@ -386,7 +467,7 @@ register(OpDef(
         (((3, 2, 4), (4, 2, 5), (3, 2, 5)), {"axis": 0}),
     ))))
 register(OpDef(
-    name="_linalg_gemm2", kernel=_gemm2, inputs=("A", "B"), grad=_gemm2_grad,
+    name="_linalg_gemm2", kernel=_gemm2, inputs=("A", "B"), grad=_gemm2_grad, infer=_gemm2_infer,
     attrs=dict(_GEMM_ATTRS, axis=Attr(parse_int, -2)),
     doc="alpha * op(A) op(B) over the last two axes (rows on `axis`), batched.",
     test=OpTest(ref=_gemm_ref_core, cases=(
@@ -435,16 +516,29 @@ def _potri_grad(c, g):
     return (_tri_nd(_mm(ga, L)),)
 
 
-def _trmm(xp, a, b, transpose, rightside, lower, alpha):
-    _check_float("linalg.trmm", a, b)
-    _check_square("linalg.trmm", a)
-    _check_matrix("linalg.trmm", b, "B")
-    _check_batch("linalg.trmm", a, b)
-    t = _tri(xp, a, lower)
-    t = _mT(xp, t) if transpose else t
+def _check_triangular(name, a, b, rightside):
+    """trmm/trsm: A square, B matrices of the same batch whose rows (columns with rightside) A multiplies."""
+    _check_float(name, a, b)
+    _check_square(name, a)
+    _check_matrix(name, b, "B")
+    _check_batch(name, a, b)
     n = b.shape[-1] if rightside else b.shape[-2]
     if n != a.shape[-1]:
-        raise ValueError(f"linalg.trmm: A {a.shape} and B {b.shape} do not fit (rightside={rightside})")
+        raise ValueError(f"{name}: A {a.shape} and B {b.shape} do not fit (rightside={rightside})")
+
+
+def _triangular_infer(name):
+    def infer(shapes, dtypes, transpose, rightside, lower, alpha):
+        a, b = _inputs(shapes, dtypes)
+        _check_triangular(name, a, b, rightside)
+        return [b.shape], [a.dtype]
+    return infer
+
+
+def _trmm(xp, a, b, transpose, rightside, lower, alpha):
+    _check_triangular("linalg.trmm", a, b, rightside)
+    t = _tri(xp, a, lower)
+    t = _mT(xp, t) if transpose else t
     r = xp.matmul(b, t) if rightside else xp.matmul(t, b)
     return (r * a.dtype.type(alpha)).astype(a.dtype, copy=False)
 
@@ -462,13 +556,7 @@ def _trmm_grad(c, g):
 
 
 def _trsm(xp, a, b, transpose, rightside, lower, alpha):
-    _check_float("linalg.trsm", a, b)
-    _check_square("linalg.trsm", a)
-    _check_matrix("linalg.trsm", b, "B")
-    _check_batch("linalg.trsm", a, b)
-    n = b.shape[-1] if rightside else b.shape[-2]
-    if n != a.shape[-1]:
-        raise ValueError(f"linalg.trsm: A {a.shape} and B {b.shape} do not fit (rightside={rightside})")
+    _check_triangular("linalg.trsm", a, b, rightside)
     t = _tri(xp, a, lower)
     t = _mT(xp, t) if transpose else t
     rhs = b * a.dtype.type(alpha)
@@ -496,6 +584,14 @@ def _trsm_grad(c, g):
     return -_tri_nd(ga, low), gb
 
 
+def _syrk_infer(shapes, dtypes, transpose, alpha):
+    a, = _inputs(shapes, dtypes)
+    _check_float("linalg.syrk", a)
+    _check_matrix("linalg.syrk", a)
+    n = a.shape[-1] if transpose else a.shape[-2]
+    return [a.shape[:-2] + (n, n)], [a.dtype]
+
+
 def _syrk(xp, a, transpose, alpha):
     _check_float("linalg.syrk", a)
     _check_matrix("linalg.syrk", a)
@@ -510,8 +606,13 @@ def _syrk_grad(c, g):
     return (_mm(a, s, alpha=alpha) if t else _mm(s, a, alpha=alpha),)
 
 
-def _square_infer(shapes, dtypes, **attrs):
-    return [tuple(shapes[0])], [dtypes[0]]
+def _square_infer(name):
+    def infer(shapes, dtypes):
+        a, = _inputs(shapes, dtypes)
+        _check_float(name, a)
+        _check_square(name, a)
+        return [a.shape], [a.dtype]
+    return infer
 
 
 def _tri_ref(a, lower):
@@ -552,7 +653,7 @@ _TRI_CASES = (
 )
 
 register(OpDef(
-    name="_linalg_potrf", kernel=_potrf, inputs=("A",), grad=_potrf_grad, infer=_square_infer,
+    name="_linalg_potrf", kernel=_potrf, inputs=("A",), grad=_potrf_grad, infer=_square_infer("linalg.potrf"),
     doc="Cholesky factor L (lower triangular, A = L L^T) of symmetric positive definite matrices; reads only "
         "the lower triangle of A. The gradient is the symmetric one.",
     # OpTest cannot ask for SPD data, and finite differences over every entry see only the lower triangle
@@ -561,25 +662,24 @@ register(OpDef(
     test=OpTest(ref=lambda a: _loop(lambda m: np.linalg.cholesky(m.astype(np.float64)), a),
                 cases=((((1, 1),), {}), (((3, 1, 1),), {})), domain=(0.5, 2.0))))
 register(OpDef(
-    name="_linalg_potri", kernel=_potri, inputs=("A",), grad=_potri_grad, infer=_square_infer,
+    name="_linalg_potri", kernel=_potri, inputs=("A",), grad=_potri_grad, infer=_square_infer("linalg.potri"),
     doc="(L L^T)^-1 from the Cholesky factor L (only its lower triangle is read).",
     test=OpTest(ref=lambda a: _loop(lambda m: np.linalg.inv(np.tril(m) @ np.tril(m).T), a.astype(np.float64)),
                 cases=((((3, 3),), {}), (((2, 2, 2),), {})), domain=(1.0, 2.0), dtype="float64")))
 register(OpDef(
     name="_linalg_trmm", kernel=_trmm, inputs=("A", "B"), grad=_trmm_grad, attrs=_TRI_ATTRS,
-    infer=lambda shapes, dtypes, **a: ([tuple(shapes[1])], [dtypes[0]]),
+    infer=_triangular_infer("linalg.trmm"),
     doc="alpha * op(tri(A)) B, or B op(tri(A)) with rightside=True.",
     test=OpTest(ref=_trmm_ref, cases=_TRI_CASES)))
 register(OpDef(
     name="_linalg_trsm", kernel=_trsm, inputs=("A", "B"), grad=_trsm_grad, attrs=_TRI_ATTRS,
-    infer=lambda shapes, dtypes, **a: ([tuple(shapes[1])], [dtypes[0]]),
+    infer=_triangular_infer("linalg.trsm"),
     doc="Solves op(tri(A)) X = alpha B (X op(tri(A)) = alpha B with rightside=True).",
     test=OpTest(ref=_trsm_ref, cases=_TRI_CASES, domain=(1.0, 2.0), dtype="float64")))
 register(OpDef(
     name="_linalg_syrk", kernel=_syrk, inputs=("A",), grad=_syrk_grad,
     attrs={"transpose": Attr(parse_bool, False), "alpha": Attr(parse_float, 1.0)},
-    infer=lambda shapes, dtypes, transpose, alpha: (
-        [tuple(shapes[0][:-2]) + ((shapes[0][-1],) * 2 if transpose else (shapes[0][-2],) * 2)], [dtypes[0]]),
+    infer=_syrk_infer,
     doc="alpha * A A^T (alpha * A^T A with transpose=True).",
     test=OpTest(ref=lambda a, transpose, alpha: _loop(
         lambda m: alpha * (m.T @ m if transpose else m @ m.T), a.astype(np.float64)), cases=(
@@ -589,11 +689,21 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # factorizations: gelqf, syevd
-def _gelqf(xp, a):
+def _check_gelqf(a):
     _check_float("linalg.gelqf", a)
     _check_matrix("linalg.gelqf", a)
     if a.shape[-2] > a.shape[-1]:
         raise ValueError(f"linalg.gelqf: input shape {a.shape}: the last dimension must be >= the second to last")
+    return a
+
+
+def _gelqf_infer(shapes, dtypes):
+    a = _check_gelqf(*_inputs(shapes, dtypes))
+    return [a.shape, a.shape[:-1] + (a.shape[-2],)], [a.dtype] * 2
+
+
+def _gelqf(xp, a):
+    _check_gelqf(a)
     q, r = xp.linalg.qr(_mT(xp, a))
     return _mT(xp, q).astype(a.dtype).copy(), _mT(xp, r).astype(a.dtype).copy()
 
@@ -632,6 +742,13 @@ def _gelqf_ref(a):
     outs = [one(a[idx]) for idx in np.ndindex(*lead)]
     return (np.stack([o[0] for o in outs]).reshape(lead + outs[0][0].shape),
             np.stack([o[1] for o in outs]).reshape(lead + outs[0][1].shape))
+
+
+def _syevd_infer(shapes, dtypes):
+    a, = _inputs(shapes, dtypes)
+    _check_float("linalg.syevd", a)
+    _check_square("linalg.syevd", a)
+    return [a.shape, a.shape[:-1]], [a.dtype] * 2
 
 
 def _syevd(xp, a):
@@ -686,14 +803,14 @@ def _syevd_ref(a):
 
 register(OpDef(
     name="_linalg_gelqf", kernel=_gelqf, inputs=("A",), grad=_gelqf_grad, num_outputs=2,
-    infer=lambda shapes, dtypes: ([tuple(shapes[0]), tuple(shapes[0][:-1]) + (shapes[0][-2],)], [dtypes[0]] * 2),
+    infer=_gelqf_infer,
     doc="LQ factorization A = L Q of (m, n) matrices with m <= n: returns (Q, L), Q with orthonormal rows.",
     # Case data is deterministic (seeded by case index); these draws are well conditioned (checked: singular
     # values >= 0.47). More gradient checks on fixed inputs: tests/ops/test_linalg_semantics.py.
     test=OpTest(ref=_gelqf_ref, cases=((((2, 3),), {}), (((2, 2, 4),), {}), (((3, 3),), {})), dtype="float64")))
 register(OpDef(
     name="_linalg_syevd", kernel=_syevd, inputs=("A",), grad=_syevd_grad, num_outputs=2,
-    infer=lambda shapes, dtypes: ([tuple(shapes[0]), tuple(shapes[0][:-1])], [dtypes[0]] * 2),
+    infer=_syevd_infer,
     doc="Eigendecomposition of symmetric matrices (lower triangle read): (U, lam) with A = U^T diag(lam) U.",
     # Random symmetric matrices can have nearly equal eigenvalues (the gradient then blows up): the gradient
     # is tested on fixed inputs in tests/ops/test_linalg_semantics.py.
@@ -761,9 +878,13 @@ def _sumlogdiag_grad(c, g):
     return (call("_linalg_makediag", _reshape(g, lead + (1,)) / d),)
 
 
-def _batch_infer(shapes, dtypes, **attrs):
-    s = tuple(shapes[0])
-    return [s[:-2] if len(s) > 2 else (1,)], [dtypes[0]]
+def _batch_infer(name, n_outputs=1):
+    def infer(shapes, dtypes):
+        a, = _inputs(shapes, dtypes)
+        _check_float(name, a)
+        _check_square(name, a)
+        return [_batch_shape(a)] * n_outputs, [a.dtype] * n_outputs
+    return infer
 
 
 def _det_ref(a):
@@ -779,7 +900,8 @@ def _det_ref(a):
 
 
 register(OpDef(
-    name="_linalg_inverse", kernel=_inverse, inputs=("A",), grad=_inverse_grad, infer=_square_infer,
+    name="_linalg_inverse", kernel=_inverse, inputs=("A",), grad=_inverse_grad,
+    infer=_square_infer("linalg.inverse"),
     doc="Matrix inverse, batched.",
     # Case data is deterministic (seeded by case index); these draws are well conditioned (condition numbers
     # <= 5.2, checked), so finite differences are reliable. float64 keeps the forward comparison tight. More
@@ -787,17 +909,18 @@ register(OpDef(
     test=OpTest(ref=lambda a: _loop(lambda m: np.linalg.inv(m.astype(np.float64)), a),
                 cases=((((3, 3),), {}), (((2, 2, 2),), {})), dtype="float64", rtol=1e-6, atol=1e-6)))
 register(OpDef(
-    name="_linalg_det", kernel=_det, inputs=("A",), grad=_det_grad, infer=_batch_infer,
+    name="_linalg_det", kernel=_det, inputs=("A",), grad=_det_grad, infer=_batch_infer("linalg.det"),
     doc="Determinant; shape (1,) for one matrix, the batch shape otherwise.",
     test=OpTest(ref=_det_ref, cases=((((3, 3),), {}), (((2, 2, 2),), {})), dtype="float64")))  # data as inverse
 register(OpDef(
     name="_linalg_slogdet", kernel=_slogdet, inputs=("A",), grad=_slogdet_grad, num_outputs=2,
-    infer=lambda shapes, dtypes: (_batch_infer(shapes, dtypes)[0] * 2, [dtypes[0]] * 2),
+    infer=_batch_infer("linalg.slogdet", 2),
     doc="(sign, log|det|), each of shape (1,) for one matrix, the batch shape otherwise.",
     test=OpTest(ref=lambda a: (np.sign(_det_ref(a)), np.log(np.abs(_det_ref(a)))),
                 cases=((((3, 3),), {}), (((2, 2, 2),), {})), dtype="float64")))  # data as inverse
 register(OpDef(
-    name="_linalg_sumlogdiag", kernel=_sumlogdiag, inputs=("A",), grad=_sumlogdiag_grad, infer=_batch_infer,
+    name="_linalg_sumlogdiag", kernel=_sumlogdiag, inputs=("A",), grad=_sumlogdiag_grad,
+    infer=_batch_infer("linalg.sumlogdiag"),
     doc="Sum of the logarithms of the diagonal entries.",
     test=OpTest(ref=lambda a: _loop(lambda m: np.array([sum(math.log(m[i, i]) for i in range(m.shape[0]))]),
                                     a.astype(np.float64)).reshape(a.shape[:-2] or (1,)),
@@ -806,19 +929,29 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # diagonal and triangle packing
-def _extractdiag(xp, a, offset):
+def _extractdiag_shape(a, offset):
     _check_square("linalg.extractdiag", a)
-    if abs(offset) >= max(a.shape[-1], 1) and a.shape[-1]:
-        raise ValueError(f"offset {offset} is out of range for {a.shape[-1]}x{a.shape[-1]} matrices")
+    n = a.shape[-1]
+    if abs(offset) >= max(n, 1) and n:
+        raise ValueError(f"offset {offset} is out of range for {n}x{n} matrices")
+    return tuple(a.shape[:-2]) + (max(n - abs(offset), 0),)
+
+
+def _makediag_shape(v, offset):
+    if v.ndim < 1:
+        raise ValueError("linalg.makediag needs an input with at least 1 dimension")
+    n = v.shape[-1] + abs(offset)
+    return check_shape(tuple(v.shape[:-1]) + (n, n))
+
+
+def _extractdiag(xp, a, offset):
+    _extractdiag_shape(a, offset)
     return xp.diagonal(a, offset=offset, axis1=-2, axis2=-1).copy()
 
 
 def _makediag(xp, v, offset):
-    if v.ndim < 1:
-        raise ValueError("linalg.makediag needs an input with at least 1 dimension")
+    out = xp.zeros(_makediag_shape(v, offset), dtype=v.dtype)
     m = v.shape[-1]
-    n = m + abs(offset)
-    out = xp.zeros(v.shape[:-1] + (n, n), dtype=v.dtype)
     i = np.arange(m)
     rows, cols = (i, i + offset) if offset >= 0 else (i - offset, i)
     out[..., rows, cols] = v
@@ -831,18 +964,17 @@ def _trian_layout(offset, lower):
     return transposed, -abs(offset)
 
 
-def _extracttrian(xp, a, offset, lower):
+def _extracttrian_shape(a, offset):
     _check_square("linalg.extracttrian", a)
     n = a.shape[-1]
     if abs(offset) >= max(n, 1):
         raise ValueError(f"offset {offset} is out of range for {n}x{n} matrices")
-    transposed, k = _trian_layout(offset, lower)
-    src = _mT(xp, a) if transposed else a
-    rows, cols = np.tril_indices(n, k)
-    return src[..., rows, cols].copy()
+    m = n - abs(offset)
+    return tuple(a.shape[:-2]) + (m * (m + 1) // 2,)
 
 
-def _maketrian(xp, v, offset, lower):
+def _maketrian_shape(v, offset):
+    """(the triangle's side m, the output shape): the last axis holds m(m+1)/2 values."""
     if v.ndim < 1:
         raise ValueError("linalg.maketrian needs an input with at least 1 dimension")
     length = v.shape[-1]
@@ -850,8 +982,23 @@ def _maketrian(xp, v, offset, lower):
     if m * (m + 1) // 2 != length:
         raise ValueError(f"linalg.maketrian: the last dimension {length} is not a triangular number m(m+1)/2")
     n = m + abs(offset)
+    return m, check_shape(tuple(v.shape[:-1]) + (n, n))
+
+
+def _extracttrian(xp, a, offset, lower):
+    _extracttrian_shape(a, offset)
+    n = a.shape[-1]
     transposed, k = _trian_layout(offset, lower)
-    out = xp.zeros(v.shape[:-1] + (n, n), dtype=v.dtype)
+    src = _mT(xp, a) if transposed else a
+    rows, cols = np.tril_indices(n, k)
+    return src[..., rows, cols].copy()
+
+
+def _maketrian(xp, v, offset, lower):
+    _, shape = _maketrian_shape(v, offset)
+    n = shape[-1]
+    transposed, k = _trian_layout(offset, lower)
+    out = xp.zeros(shape, dtype=v.dtype)
     rows, cols = np.tril_indices(n, k)
     out[..., rows, cols] = v
     return _mT(xp, out).copy() if transposed else out
@@ -903,29 +1050,29 @@ _TRIAN = {"offset": Attr(parse_int, 0), "lower": Attr(parse_bool, True)}
 register(OpDef(
     name="_linalg_extractdiag", kernel=_extractdiag, inputs=("A",), attrs=_OFFSET,
     grad=lambda c, g: (call("_linalg_makediag", g, offset=c.attrs["offset"]),),
-    infer=lambda shapes, dtypes, offset: ([tuple(shapes[0][:-2]) + (shapes[0][-1] - abs(offset),)], [dtypes[0]]),
+    infer=lambda shapes, dtypes, offset: ([_extractdiag_shape(*_inputs(shapes, dtypes), offset)], [dtypes[0]]),
     doc="The diagonal (offset > 0: above, < 0: below) of square matrices.",
     test=OpTest(ref=_diag_ref, cases=((((3, 3),), {}), (((2, 4, 4),), {"offset": 1}),
                                       (((4, 4),), {"offset": -2})))))
 register(OpDef(
     name="_linalg_makediag", kernel=_makediag, inputs=("A",), attrs=_OFFSET,
     grad=lambda c, g: (call("_linalg_extractdiag", g, offset=c.attrs["offset"]),),
-    infer=lambda shapes, dtypes, offset: (
-        [tuple(shapes[0][:-1]) + (shapes[0][-1] + abs(offset),) * 2], [dtypes[0]]),
+    infer=lambda shapes, dtypes, offset: ([_makediag_shape(*_inputs(shapes, dtypes), offset)], [dtypes[0]]),
     doc="Square matrices with the input on a diagonal (offset > 0: above, < 0: below).",
     test=OpTest(ref=_makediag_ref, cases=((((3,),), {}), (((2, 3),), {"offset": 1}), (((2,),), {"offset": -1})))))
 register(OpDef(
     name="_linalg_extracttrian", kernel=_extracttrian, inputs=("A",), attrs=_TRIAN,
     grad=lambda c, g: (call("_linalg_maketrian", g, offset=c.attrs["offset"], lower=c.attrs["lower"]),),
-    infer=lambda shapes, dtypes, offset, lower: (
-        [tuple(shapes[0][:-2]) + ((shapes[0][-1] - abs(offset)) * (shapes[0][-1] - abs(offset) + 1) // 2,)],
-        [dtypes[0]]),
+    infer=lambda shapes, dtypes, offset, lower: ([_extracttrian_shape(*_inputs(shapes, dtypes), offset)],
+                                                 [dtypes[0]]),
     doc="Packs a triangle of square matrices into a vector (see the module docstring for the order).",
     test=OpTest(ref=_extracttrian_ref, cases=(
         (((3, 3),), {}), (((3, 3),), {"lower": False}), (((2, 4, 4),), {"offset": 1}),
         (((4, 4),), {"offset": -1}), (((4, 4),), {"offset": -2, "lower": False})))))
 register(OpDef(
     name="_linalg_maketrian", kernel=_maketrian, inputs=("A",), attrs=_TRIAN,
+    infer=lambda shapes, dtypes, offset, lower: ([_maketrian_shape(*_inputs(shapes, dtypes), offset)[1]],
+                                                 [dtypes[0]]),
     grad=lambda c, g: (call("_linalg_extracttrian", g, offset=c.attrs["offset"], lower=c.attrs["lower"]),),
     doc="Unpacks vectors into triangular matrices (the inverse of extracttrian).",
     test=OpTest(ref=_maketrian_ref, cases=(

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_dtype, parse_float, parse_int, parse_shape
-from .common import call, infer_same, into, sum_to
+from .common import call, check_shape, infer_same, into, norm_axis, sum_to
 from .nn_norm import _final_gradient, _replayed, rows_back, rows_last
 from .registry import OpDef, OpTest, register
 from .special import erf as _erf
@@ -102,12 +102,26 @@ _SELU_ALPHA, _SELU_LAMBDA = 1.6732632423543772848170429916717, 1.050700987355480
 
 
 def _prelu_shape(x, gamma):
-    if gamma.size == 1:
-        return (1,) * x.ndim
-    if x.ndim < 2 or gamma.shape != (x.shape[1],):
-        raise ValueError(f"gamma shape {gamma.shape} must be (1,) or ({x.shape[1] if x.ndim > 1 else '?'},) "
+    return _prelu_bshape(x.shape, gamma.shape)
+
+
+def _prelu_bshape(x_shape, gamma_shape):
+    """The shape gamma is broadcast from: one slope for all, or one per channel (axis 1)."""
+    x_shape, gamma_shape = tuple(x_shape), tuple(gamma_shape)
+    if math.prod(gamma_shape) == 1:
+        return (1,) * len(x_shape)
+    if len(x_shape) < 2 or gamma_shape != (x_shape[1],):
+        raise ValueError(f"gamma shape {gamma_shape} must be (1,) or ({x_shape[1] if len(x_shape) > 1 else '?'},) "
                          "(one slope per channel, axis 1)")
-    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    return (1, x_shape[1]) + (1,) * (len(x_shape) - 2)
+
+
+def _leaky_infer(shapes, dtypes, act_type, slope, lower_bound, upper_bound):
+    shape = tuple(shapes[0])
+    if act_type == "prelu":
+        _prelu_bshape(shape, shapes[1])
+    n = 2 if act_type == "rrelu" else 1
+    return [shape] * n, [dtypes[0]] * n
 
 
 def _leaky_inputs(a):
@@ -188,7 +202,7 @@ def _ref_leaky_np(x, gamma=None, act_type="leaky", slope=0.25, lower_bound=0.125
 
 register(OpDef(
     name="LeakyReLU", kernel=_k_leaky, inputs=_leaky_inputs, grad=_g_leaky, train_aware=True, random=True,
-    num_outputs=_leaky_nout,
+    num_outputs=_leaky_nout, infer=_leaky_infer,
     attrs={"act_type": Attr(choice("elu", "gelu", "leaky", "prelu", "rrelu", "selu"), "leaky"),
            "slope": Attr(parse_float, 0.25), "lower_bound": Attr(parse_float, 0.125),
            "upper_bound": Attr(parse_float, 0.334)},
@@ -204,13 +218,20 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # softmax family
-def _length_mask(xp, shape, length, axis):
-    ax = axis % len(shape)
+def _check_length(shape, length_shape, length_dtype, axis):
+    """softmax's lengths: integers, with the data's shape without `axis`. Returns the normalized axis."""
+    shape = tuple(shape)
+    ax = norm_axis(axis, len(shape))
     want = shape[:ax] + shape[ax + 1:]
-    if tuple(length.shape) != tuple(want):
-        raise ValueError(f"length shape {length.shape} does not match {want} (data shape without axis {axis})")
-    if length.dtype.kind not in "iu":
-        raise ValueError(f"length must have an integer dtype, got {length.dtype} (MXNet)")
+    if tuple(length_shape) != want:
+        raise ValueError(f"length shape {tuple(length_shape)} does not match {want} (data shape without axis {axis})")
+    if np.dtype(length_dtype).kind not in "iu":
+        raise ValueError(f"length must have an integer dtype, got {np.dtype(length_dtype)} (MXNet)")
+    return ax
+
+
+def _length_mask(xp, shape, length, axis):
+    ax = _check_length(shape, length.shape, length.dtype, axis)
     pos = xp.arange(shape[ax]).reshape((-1,) + (1,) * (len(shape) - ax - 1))
     return pos < xp.expand_dims(length, ax)
 
@@ -244,11 +265,22 @@ def _softmax_fast(xp, data, ax, t, kind, out):
     return out if direct else into(xp, out, rows_back(y, data.shape, ax))
 
 
+def _check_softmax_axis(shape, axis):
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"axis {axis} is out of range for data of shape {tuple(shape)}")
+
+
+def _softmax_infer(shapes, dtypes, axis, temperature, dtype, use_length):
+    _check_softmax_axis(shapes[0], axis)
+    if use_length:
+        _check_length(shapes[0], shapes[1], dtypes[1], axis)
+    return [tuple(shapes[0])], [dtype if dtype is not None else dtypes[0]]
+
+
 def _softmax_kernel(kind):
     def run(xp, data, length=None, *, axis, temperature, dtype, use_length, out=None):
         ax = axis
-        if not -data.ndim <= ax < data.ndim:
-            raise ValueError(f"axis {axis} is out of range for data of shape {data.shape}")
+        _check_softmax_axis(data.shape, axis)
         t = 1.0 if temperature is None else temperature
         if not use_length and (dtype is None or dtype == data.dtype):
             fast = _softmax_fast(xp, data, ax % data.ndim, t, kind, out)
@@ -340,7 +372,7 @@ def _ref_softmax(kind):
 for _kind in ("softmax", "log_softmax", "softmin"):
     register(OpDef(
         name=_kind, kernel=_softmax_kernel(_kind), inputs=_softmax_inputs, attrs=_SOFTMAX_ATTRS,
-        grad=_softmax_grad(_kind), nondiff_inputs=(1,), writes_out=True,
+        grad=_softmax_grad(_kind), nondiff_inputs=(1,), writes_out=True, infer=_softmax_infer,
         test=OpTest(ref=_ref_softmax(_kind), int_inputs={1: (0, 5, "int32")}, cases=(
             (((3, 4),), {}), (((2, 3, 4),), {"axis": 1}), (((2, 5),), {"temperature": 2.0}),
             (((3, 4), (3,)), {"use_length": True}), (((2, 3, 4), (2, 4)), {"use_length": True, "axis": 1}),
@@ -424,21 +456,34 @@ register(OpDef(
     doc="log_softmax's backward given its output and head gradient: (grad - exp(out) * sum(grad)) / t."))
 
 
+def _length_mask_infer(shapes, dtypes, axis):
+    _check_length(shapes[0], shapes[1], dtypes[1], axis)
+    return [tuple(shapes[0])], [dtypes[0]]
+
+
 def _k_length_mask(xp, data, length, axis):
     return _length_mask(xp, data.shape, length, axis).astype(data.dtype) * xp.ones_like(data)
 
 
 register(OpDef(name="_softmax_length_mask", kernel=_k_length_mask, inputs=("data", "length"),
                attrs={"axis": Attr(parse_int, -1)}, differentiable=False, hidden=True,
+               infer=_length_mask_infer,
                test=OpTest(ref=lambda x, n, axis=-1: (np.arange(x.shape[axis]).reshape(
                    (-1,) + (1,) * (x.ndim - axis % x.ndim - 1)) < np.expand_dims(n, axis)) * np.ones(x.shape),
                    int_inputs={1: (0, 5, "int32")}, grad=False, grad2=False, cases=((((3, 4), (3,)), {}),))))
 
 
+def _softmax_act_check(shape, mode):
+    if mode == "channel" and len(shape) < 2:
+        raise ValueError(f"channel mode needs at least 2-D data, got shape {tuple(shape)}")
+    if not shape:
+        raise ValueError("SoftmaxActivation needs at least 1-D data (the batch)")
+    return tuple(shape)
+
+
 def _k_softmax_act(xp, data, mode):
+    _softmax_act_check(data.shape, mode)
     if mode == "channel":
-        if data.ndim < 2:
-            raise ValueError(f"channel mode needs at least 2-D data, got shape {data.shape}")
         return _softmax_kernel("softmax")(xp, data, axis=1, temperature=None, dtype=None, use_length=False)
     flat = data.reshape(data.shape[0], -1)
     return _softmax_kernel("softmax")(xp, flat, axis=-1, temperature=None, dtype=None,
@@ -459,6 +504,7 @@ def _ref_softmax_act(x, mode="instance"):
 
 register(OpDef(
     name="SoftmaxActivation", kernel=_k_softmax_act, grad=_g_softmax_act,
+    infer=lambda shapes, dtypes, mode: ([_softmax_act_check(shapes[0], mode)], [dtypes[0]]),
     attrs={"mode": Attr(choice("channel", "instance"), "instance")},
     test=OpTest(ref=_ref_softmax_act, cases=(
         (((2, 3, 2),), {}), (((2, 3, 2),), {"mode": "channel"}), (((3, 4),), {})))))
@@ -468,18 +514,37 @@ register(OpDef(
 # SoftmaxOutput
 def _so_layout(data, label, multi_output, preserve_shape):
     """(axis of the classes, expected label shape)."""
+    return _so_axes(data.shape, multi_output, preserve_shape)
+
+
+def _so_axes(shape, multi_output, preserve_shape):
+    shape = tuple(shape)
+    if len(shape) < (2 if multi_output else 1):
+        raise ValueError(f"SoftmaxOutput needs data with a batch axis{' and a class axis' if multi_output else ''}, "
+                         f"got shape {shape}")
     if multi_output:
-        return 1, (data.shape[0],) + data.shape[2:]
+        return 1, (shape[0],) + shape[2:]
     if preserve_shape:
-        return data.ndim - 1, data.shape[:-1]
-    return None, data.shape[:-1] if data.ndim > 2 else (data.shape[0],)
+        return len(shape) - 1, shape[:-1]
+    return None, shape[:-1] if len(shape) > 2 else (shape[0],)
+
+
+def _check_so_label(data_shape, label_shape, multi_output, preserve_shape):
+    ax, lshape = _so_axes(data_shape, multi_output, preserve_shape)
+    if tuple(label_shape) != tuple(lshape):
+        raise ValueError(f"label shape {tuple(label_shape)} does not match {lshape} for data of shape "
+                         f"{tuple(data_shape)}")
+    return ax
+
+
+def _so_infer(shapes, dtypes, *, multi_output, preserve_shape, **_):
+    _check_so_label(shapes[0], shapes[1], multi_output, preserve_shape)
+    return [tuple(shapes[0])], [dtypes[0]]
 
 
 def _k_softmax_output(xp, data, label, *, grad_scale, ignore_label, multi_output, use_ignore, preserve_shape,
                       normalization, out_grad, smooth_alpha):
-    ax, lshape = _so_layout(data, label, multi_output, preserve_shape)
-    if tuple(label.shape) != tuple(lshape):
-        raise ValueError(f"label shape {label.shape} does not match {lshape} for data of shape {data.shape}")
+    ax = _check_so_label(data.shape, label.shape, multi_output, preserve_shape)
     sm = _softmax_kernel("softmax")
     if ax is None:
         return sm(xp, data.reshape(data.shape[0], -1), axis=-1, temperature=None, dtype=None,
@@ -542,7 +607,7 @@ def _ref_softmax_output(x, label, multi_output=False, preserve_shape=False, **_)
 
 register(OpDef(
     name="SoftmaxOutput", kernel=_k_softmax_output, inputs=("data", "label"), attrs=_SO_ATTRS,
-    grad=_g_softmax_output, nondiff_inputs=(1,), aliases=("Softmax",),
+    grad=_g_softmax_output, nondiff_inputs=(1,), aliases=("Softmax",), infer=_so_infer,
     test=OpTest(ref=_ref_softmax_output, int_inputs={1: (0, 3)}, grad=False, grad2=False, cases=(
         (((3, 4), (3,)), {}), (((2, 3, 2), (2, 2)), {"multi_output": True}),
         (((2, 3, 2), (2, 3)), {"preserve_shape": True}), (((2, 3, 2), (2, 3)), {}),
@@ -553,7 +618,7 @@ register(OpDef(
         "out-of-range labels contribute no onehot. smooth_alpha spreads alpha over the other classes."))
 register(OpDef(
     name="_softmax_output_grad", kernel=_k_so_target, inputs=("out", "label"), attrs=_SO_ATTRS,
-    differentiable=False, hidden=True,
+    differentiable=False, hidden=True, infer=_so_infer,
     test=OpTest(ref=lambda y, lab, **a: _k_so_target(np, y, lab, **{**{k: v.default for k, v in _SO_ATTRS.items()},
                                                                       **a}),
                 int_inputs={1: (0, 3)}, grad=False, grad2=False, cases=((((3, 4), (3,)), {}),))))
@@ -561,10 +626,15 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # regression heads, MakeLoss
+def _check_reg_label(data_shape, label_shape):
+    if math.prod(label_shape) != math.prod(data_shape):
+        raise ValueError(f"label shape {tuple(label_shape)} does not match data shape {tuple(data_shape)}")
+    return tuple(data_shape)
+
+
 def _reg_head(name, fwd, grad_fn, ref):
     def kernel(xp, data, label, grad_scale):
-        if label.size != data.size:
-            raise ValueError(f"label shape {label.shape} does not match data shape {data.shape}")
+        _check_reg_label(data.shape, label.shape)
         return _keep(data, fwd(xp, data))
 
     def rule(c, g):
@@ -577,6 +647,7 @@ def _reg_head(name, fwd, grad_fn, ref):
     register(OpDef(
         name=name, kernel=kernel, inputs=("data", "label"), attrs={"grad_scale": Attr(parse_float, 1.0)},
         grad=rule, nondiff_inputs=(1,),
+        infer=lambda shapes, dtypes, grad_scale: ([_check_reg_label(shapes[0], shapes[1])], [dtypes[0]]),
         test=OpTest(ref=lambda x, lab, grad_scale=1.0: ref(x.astype(np.float64)), grad=False, grad2=False,
                     cases=((((3, 2), (3, 2)), {}), (((3, 1), (3,)), {"grad_scale": 2.0}))),
         doc=f"{name}: backward is MXNet's loss gradient * grad_scale / (size / batch), ignoring the head "
@@ -609,7 +680,7 @@ def _k_makeloss_valid(xp, data, grad_scale, valid_thresh):
 
 
 register(OpDef(
-    name="_makeloss_valid_grad", kernel=_k_makeloss_valid, differentiable=False, hidden=True,
+    name="_makeloss_valid_grad", kernel=_k_makeloss_valid, differentiable=False, hidden=True, infer=infer_same,
     attrs={"grad_scale": Attr(parse_float, 1.0), "valid_thresh": Attr(parse_float, 0.0)},
     test=OpTest(ref=lambda x, grad_scale, valid_thresh: np.full(x.shape, grad_scale / max((x > valid_thresh).sum(),
                                                                                             1)),
@@ -630,11 +701,22 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # Dropout
-def _k_dropout(xp, data, *, p, mode, axes, cudnn_off, is_train, rng):
+def _dropout_mask_shape(shape, p, axes):
+    """The shape of the random draws: 1 along `axes` (one mask shared along them)."""
     if not 0 <= p <= 1:
         raise ValueError(f"p must be in [0, 1], got {p}")
+    shared = tuple(norm_axis(a, len(shape)) for a in axes)
+    return tuple(1 if i in shared else d for i, d in enumerate(shape))
+
+
+def _dropout_infer(shapes, dtypes, p, mode, axes, cudnn_off):
+    _dropout_mask_shape(shapes[0], p, axes)
+    return [tuple(shapes[0])] * 2, [dtypes[0]] * 2
+
+
+def _k_dropout(xp, data, *, p, mode, axes, cudnn_off, is_train, rng):
+    mshape = _dropout_mask_shape(data.shape, p, axes)
     if (mode == "always" or is_train) and p > 0:
-        mshape = tuple(1 if i in tuple(a % data.ndim for a in axes) else d for i, d in enumerate(data.shape))
         keep = rng.random(mshape) >= p
         if xp is not np:
             keep = xp.asarray(keep)
@@ -646,7 +728,7 @@ def _k_dropout(xp, data, *, p, mode, axes, cudnn_off, is_train, rng):
 
 register(OpDef(
     name="Dropout", kernel=_k_dropout, grad=lambda c, g, gm: (g * c.outputs[1],), train_aware=True, random=True,
-    num_outputs=2, num_visible=1,
+    num_outputs=2, num_visible=1, infer=_dropout_infer,
     attrs={"p": Attr(parse_float, 0.5), "mode": Attr(choice("always", "training"), "training"),
            "axes": Attr(parse_shape, ()), "cudnn_off": Attr(optional(parse_bool), False)},
     test=OpTest(random=True, cases=((((4, 5),), {}), (((4, 5),), {"p": 0.3, "mode": "always", "axes": (0,)}))),
@@ -661,16 +743,33 @@ def _emb_index(xp, data, input_dim):
                    0, input_dim - 1)
 
 
-def _k_embedding(xp, data, weight, *, input_dim, output_dim, dtype, sparse_grad):
-    if tuple(weight.shape) != (input_dim, output_dim):
-        raise ValueError(f"weight shape {weight.shape} does not match ({input_dim}, {output_dim}) "
+def _check_embedding_weight(weight_shape, input_dim, output_dim):
+    if tuple(weight_shape) != (input_dim, output_dim):
+        raise ValueError(f"weight shape {tuple(weight_shape)} does not match ({input_dim}, {output_dim}) "
                          "(input_dim, output_dim)")
+
+
+def _embedding_grad_shape(data_shape, grad_shape, input_dim, output_dim):
+    if math.prod(grad_shape) != math.prod(data_shape) * output_dim:
+        raise ValueError(f"gradient shape {tuple(grad_shape)} does not fit indices of shape {tuple(data_shape)} and "
+                         f"output_dim={output_dim}")
+    return check_shape((input_dim, output_dim))
+
+
+def _embedding_infer(shapes, dtypes, input_dim, output_dim, dtype, sparse_grad):
+    _check_embedding_weight(shapes[1], input_dim, output_dim)
+    return [tuple(shapes[0]) + (output_dim,)], [dtypes[1]]
+
+
+def _k_embedding(xp, data, weight, *, input_dim, output_dim, dtype, sparse_grad):
+    _check_embedding_weight(weight.shape, input_dim, output_dim)
     return weight[_emb_index(xp, data, input_dim)]
 
 
 def _k_embedding_grad(xp, data, grad, *, input_dim, output_dim):
+    shape = _embedding_grad_shape(data.shape, grad.shape, input_dim, output_dim)
     idx = _emb_index(xp, data, input_dim).reshape(-1)
-    out = xp.zeros((input_dim, output_dim), dtype=grad.dtype)
+    out = xp.zeros(shape, dtype=grad.dtype)
     if xp is np:
         np.add.at(out, idx, grad.reshape(-1, output_dim))
     else:
@@ -682,6 +781,7 @@ _EMB_GEO = {"input_dim": Attr(parse_int, REQUIRED), "output_dim": Attr(parse_int
 
 register(OpDef(
     name="Embedding", kernel=_k_embedding, inputs=("data", "weight"), nondiff_inputs=(0,),
+    infer=_embedding_infer,
     attrs=dict(_EMB_GEO, dtype=Attr(parse_dtype, np.dtype("float32")), sparse_grad=Attr(parse_bool, False)),
     grad=lambda c, g: (None, call("_embedding_grad", c.inputs[0], g, input_dim=c.attrs["input_dim"],
                                   output_dim=c.attrs["output_dim"])),
@@ -693,6 +793,8 @@ register(OpDef(
         "dense scatter-add (sparse_grad is accepted; the gradient stays dense)."))
 register(OpDef(
     name="_embedding_grad", kernel=_k_embedding_grad, inputs=("data", "grad"), attrs=_EMB_GEO, hidden=True,
+    infer=lambda shapes, dtypes, input_dim, output_dim: (
+        [_embedding_grad_shape(shapes[0], shapes[1], input_dim, output_dim)], [dtypes[1]]),
     nondiff_inputs=(0,),
     grad=lambda c, h: (None, call("Embedding", c.inputs[0], h, **c.attrs)),
     test=OpTest(ref=lambda idx, g, input_dim, output_dim: _k_embedding_grad(np, idx, g.astype(np.float64),
@@ -707,16 +809,26 @@ def _seq_inputs(a):
     return ("data", "sequence_length") if a["use_sequence_length"] else ("data",)
 
 
-def _seq_lengths(xp, data, seq, axis):
+def _seq_dims(shape, seq_shape, axis):
+    """(T, B) of data in TNC (axis 0) or NTC (axis 1) layout, checking sequence_length's shape (B,) if given."""
     if axis not in (0, 1):
         raise ValueError(f"axis must be 0 or 1, got {axis}")
-    if data.ndim < 2:
-        raise ValueError(f"data must be at least 2-D, got shape {data.shape}")
-    t, b = (data.shape[0], data.shape[1]) if axis == 0 else (data.shape[1], data.shape[0])
+    if len(shape) < 2:
+        raise ValueError(f"data must be at least 2-D, got shape {tuple(shape)}")
+    t, b = (shape[0], shape[1]) if axis == 0 else (shape[1], shape[0])
+    if seq_shape is not None and tuple(seq_shape) != (b,):
+        raise ValueError(f"sequence_length shape {tuple(seq_shape)} does not match ({b},) (the batch size)")
+    return t, b
+
+
+def _seq_infer_dims(shapes, use_sequence_length, axis):
+    return _seq_dims(shapes[0], shapes[1] if use_sequence_length else None, axis)
+
+
+def _seq_lengths(xp, data, seq, axis):
+    t, b = _seq_dims(data.shape, None if seq is None else seq.shape, axis)
     if seq is None:
         return t, b, xp.full((b,), t, dtype=np.int64)
-    if tuple(seq.shape) != (b,):
-        raise ValueError(f"sequence_length shape {seq.shape} does not match ({b},) (the batch size)")
     return t, b, xp.clip(seq.astype(np.int64), 0, t)
 
 
@@ -726,6 +838,11 @@ def _seq_keep(xp, data, seq, axis):
     if axis == 1:
         keep = keep.T
     return keep.reshape(keep.shape + (1,) * (data.ndim - 2))
+
+
+def _seqmask_infer(shapes, dtypes, use_sequence_length, value, axis):
+    _seq_infer_dims(shapes, use_sequence_length, axis)
+    return [tuple(shapes[0])], [dtypes[0]]
 
 
 def _k_seqmask(xp, data, sequence_length=None, *, use_sequence_length, value, axis):
@@ -757,6 +874,7 @@ _SEQ_ATTRS = {"use_sequence_length": Attr(parse_bool, False), "axis": Attr(parse
 
 register(OpDef(
     name="SequenceMask", kernel=_k_seqmask, inputs=_seq_inputs, grad=_g_seqmask, nondiff_inputs=(1,),
+    infer=_seqmask_infer,
     attrs={"use_sequence_length": Attr(parse_bool, False), "value": Attr(parse_float, 0.0),
            "axis": Attr(parse_int, 0)},
     test=OpTest(ref=_ref_seqmask, int_inputs={1: (1, 5)}, cases=(
@@ -773,9 +891,24 @@ def _k_seqlast(xp, data, sequence_length=None, *, use_sequence_length, axis):
     return data[idx, bidx] if axis == 0 else data[bidx, idx]
 
 
+def _seqlast_infer(shapes, dtypes, use_sequence_length, axis):
+    _, b = _seq_infer_dims(shapes, use_sequence_length, axis)
+    return [(b,) + tuple(shapes[0][2:])], [dtypes[0]]
+
+
+def _seqlast_grad_infer(shapes, dtypes, use_sequence_length, axis, shape):
+    given = [shape] + list(shapes[1:])
+    if _seqlast_infer(given, dtypes, use_sequence_length, axis)[0][0] != tuple(shapes[0]):
+        raise ValueError(f"gradient shape {tuple(shapes[0])} does not fit SequenceLast of shape {tuple(shape)}")
+    return [check_shape(shape)], [dtypes[0]]
+
+
 def _k_seqlast_grad(xp, grad, sequence_length=None, *, use_sequence_length, axis, shape):
-    fake = np.broadcast_to(np.zeros((), dtype=grad.dtype), tuple(shape))
-    t, b, lens = _seq_lengths(xp, fake, sequence_length if use_sequence_length else None, axis)
+    seq = sequence_length if use_sequence_length else None
+    _seqlast_grad_infer([grad.shape] + ([] if seq is None else [seq.shape]), [grad.dtype], use_sequence_length,
+                        axis, shape)
+    t, b = _seq_dims(shape, None if seq is None else seq.shape, axis)
+    lens = xp.full((b,), t, dtype=np.int64) if seq is None else xp.clip(seq.astype(np.int64), 0, t)
     out = xp.zeros(tuple(shape), dtype=grad.dtype)
     idx = xp.maximum(lens - 1, 0)
     bidx = xp.arange(b)
@@ -806,6 +939,7 @@ def _ref_seqlast(x, lens=None, use_sequence_length=False, axis=0):
 
 register(OpDef(
     name="SequenceLast", kernel=_k_seqlast, inputs=_seq_inputs, grad=_g_seqlast, nondiff_inputs=(1,),
+    infer=_seqlast_infer,
     attrs=_SEQ_ATTRS,
     test=OpTest(ref=_ref_seqlast, int_inputs={1: (1, 5)}, cases=(
         (((4, 3, 2), (3,)), {"use_sequence_length": True}),
@@ -814,9 +948,17 @@ register(OpDef(
     ))))
 register(OpDef(
     name="_sequence_last_grad", kernel=_k_seqlast_grad, inputs=_seq_inputs, grad=_g_seqlast_grad, hidden=True,
+    infer=_seqlast_grad_infer,
     nondiff_inputs=(1,), attrs=dict(_SEQ_ATTRS, shape=Attr(parse_shape, REQUIRED)),
     test=OpTest(ref=lambda g, lens, shape, **a: _k_seqlast_grad(np, g.astype(np.float64), lens, shape=shape, **a),
                 int_inputs={1: (1, 5)}, cases=((((3, 2), (3,)), {"use_sequence_length": True, "shape": (4, 3, 2)}),))))
+
+
+def _seqrev_infer(shapes, dtypes, use_sequence_length, axis):
+    if axis != 0:
+        raise ValueError(f"only axis=0 is supported (as in MXNet), got {axis}")
+    _seq_infer_dims(shapes, use_sequence_length, axis)
+    return [tuple(shapes[0])], [dtypes[0]]
 
 
 def _k_seqrev(xp, data, sequence_length=None, *, use_sequence_length, axis):
@@ -843,6 +985,7 @@ def _ref_seqrev(x, lens=None, use_sequence_length=False, axis=0):
 
 register(OpDef(
     name="SequenceReverse", kernel=_k_seqrev, inputs=_seq_inputs, grad=_g_seqrev, nondiff_inputs=(1,),
+    infer=_seqrev_infer,
     attrs=_SEQ_ATTRS,
     test=OpTest(ref=_ref_seqrev, int_inputs={1: (1, 5)}, cases=(
         (((4, 3, 2), (3,)), {"use_sequence_length": True}), (((4, 3),), {})))))

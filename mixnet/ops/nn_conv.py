@@ -15,7 +15,7 @@ from ..base import MXNetError
 from . import _fastpath
 from ._conv_fast import conv_data_grad_fast, conv_forward_fast, conv_weight_grad_fast, max_pool_backward_fast
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_int, parse_shape
-from .common import call, into
+from .common import call, check_shape, conv_out_size, into, pool_out_size
 from .registry import OpDef, OpTest, register
 
 
@@ -41,10 +41,6 @@ def _geometry(kernel, stride, dilate, pad):
     if nd not in (1, 2, 3):
         raise ValueError(f"kernel must have 1 to 3 dimensions, got {kernel}")
     return tuple(kernel), _tup(stride, nd, 1), _tup(dilate, nd, 1), _tup(pad, nd, 0)
-
-
-def _conv_out_size(size, k, s, d, p):
-    return (size + 2 * p - d * (k - 1) - 1) // s + 1
 
 
 def _windows(xp, x, out, kernel, stride, dilate, pad, value=0.0):
@@ -130,26 +126,38 @@ def _check_group(c, f, group, what):
         raise ValueError(f"{what}: channels ({c}) and num_filter ({f}) must be divisible by num_group ({group})")
 
 
+def conv_shape(x_shape, w_shape, kernel, stride, dilate, pad, group, out=None):
+    """The output shape (N, F, *out) of convolving data of x_shape with a weight of w_shape, after checking that
+    they fit; out is the output's spatial size (computed when empty)."""
+    kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
+    nd = len(kernel)
+    x_shape, w_shape = tuple(x_shape), tuple(w_shape)
+    if len(x_shape) != nd + 2:
+        raise ValueError(f"data must be {nd + 2}-D (batch, channel, {nd} spatial) for a {nd}-D kernel, "
+                         f"got shape {x_shape}")
+    if not w_shape:
+        raise ValueError("the weight must have at least one dimension")
+    n, c = x_shape[:2]
+    f = w_shape[0]
+    _check_group(c, f, group, "Convolution")
+    if w_shape != (f, c // group) + kernel:
+        raise ValueError(f"weight shape {w_shape} does not match {(f, c // group) + kernel} "
+                         "(num_filter, channels / num_group, *kernel)")
+    if out is None or not out:
+        out = tuple(conv_out_size(L, k, s, d, p) for L, k, s, d, p in zip(x_shape[2:], kernel, stride, dilate, pad))
+    if any(o <= 0 for o in out):
+        raise ValueError(f"kernel {kernel} (dilate {dilate}) is larger than the padded input {x_shape[2:]} "
+                         f"with pad {pad}")
+    return check_shape((n, f) + tuple(out))
+
+
 def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None, bias=None, dest=None):
     """Convolution of x (N, C, *spatial) with w (F, C/group, *kernel), plus bias (F,) when given; out is the
     output's spatial size (computed when empty). The result is written into dest when it can take it
     (`_writable`), else into a fresh array."""
+    n, f, *out = conv_shape(x.shape, w.shape, kernel, stride, dilate, pad, group, out)
     kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
     nd = len(kernel)
-    if x.ndim != nd + 2:
-        raise ValueError(f"data must be {nd + 2}-D (batch, channel, {nd} spatial) for a {nd}-D kernel, "
-                         f"got shape {x.shape}")
-    n, c = x.shape[:2]
-    f = w.shape[0]
-    _check_group(c, f, group, "Convolution")
-    if tuple(w.shape) != (f, c // group) + kernel:
-        raise ValueError(f"weight shape {w.shape} does not match {(f, c // group) + kernel} "
-                         "(num_filter, channels / num_group, *kernel)")
-    if out is None or not out:
-        out = tuple(_conv_out_size(L, k, s, d, p) for L, k, s, d, p in zip(x.shape[2:], kernel, stride, dilate, pad))
-    if any(o <= 0 for o in out):
-        raise ValueError(f"kernel {kernel} (dilate {dilate}) is larger than the padded input {x.shape[2:]} "
-                         f"with pad {pad}")
     if bias is not None:
         _check_bias(bias, f)
     out = tuple(out)
@@ -181,22 +189,33 @@ def conv_forward(xp, x, w, kernel, stride, dilate, pad, group, out=None, bias=No
     return y.astype(x.dtype, copy=False)
 
 
+def conv_data_grad_shape(g_shape, w_shape, shape, kernel, stride, dilate, pad, group):
+    """The shape (N, C, *shape) of the transposed convolution of g with w, after checking that they fit."""
+    kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
+    nd = len(kernel)
+    g_shape, w_shape = tuple(g_shape), tuple(w_shape)
+    if len(g_shape) != nd + 2:
+        raise ValueError(f"data must be {nd + 2}-D for a {nd}-D kernel, got shape {g_shape}")
+    n, f = g_shape[:2]
+    if len(w_shape) != nd + 2 or w_shape[0] != f or w_shape[2:] != kernel:
+        raise ValueError(f"weight shape {w_shape} does not match ({f}, num_filter / num_group, *{kernel})")
+    if group < 1 or f % group:
+        raise ValueError(f"input channels ({f}) must be divisible by num_group ({group})")
+    if len(shape) != nd:
+        raise ValueError(f"the output's spatial shape {tuple(shape)} must have {nd} dimensions")
+    return check_shape((n, w_shape[1] * group) + tuple(shape))
+
+
 def conv_data_grad(xp, g, w, shape, kernel, stride, dilate, pad, group, dest=None):
     """Transposed convolution: the gradient of conv w.r.t. data of spatial size `shape`, written into dest when
     it can take it (`_writable`)."""
+    n, c, *shape = conv_data_grad_shape(g.shape, w.shape, shape, kernel, stride, dilate, pad, group)
     kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
     nd = len(kernel)
-    if g.ndim != nd + 2:
-        raise ValueError(f"data must be {nd + 2}-D for a {nd}-D kernel, got shape {g.shape}")
-    n, f = g.shape[:2]
+    f = g.shape[1]
     out = g.shape[2:]
-    if w.shape[0] != f or w.ndim != nd + 2 or tuple(w.shape[2:]) != kernel:
-        raise ValueError(f"weight shape {w.shape} does not match ({f}, num_filter / num_group, *{kernel})")
-    if f % group:
-        raise ValueError(f"input channels ({f}) must be divisible by num_group ({group})")
     shape = tuple(shape)
     cg = w.shape[1]
-    c = cg * group
     dtype = np.result_type(g.dtype, w.dtype)
     dest = _writable(xp, dest, (n, c) + shape, dtype, g, w) if dtype == g.dtype else None
     nk = _fastpath.numba_kernels(xp, g, w) if nd < 3 else None
@@ -217,13 +236,26 @@ def conv_data_grad(xp, g, w, shape, kernel, stride, dilate, pad, group, dest=Non
     return res.astype(g.dtype, copy=False)
 
 
+def conv_weight_grad_shape(x_shape, g_shape, kernel, stride, dilate, pad, group):
+    """The weight gradient's shape (F, C / group, *kernel), after checking that data and gradient fit."""
+    kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
+    nd = len(kernel)
+    x_shape, g_shape = tuple(x_shape), tuple(g_shape)
+    if len(x_shape) != nd + 2 or len(g_shape) != nd + 2 or x_shape[0] != g_shape[0]:
+        raise ValueError(f"data {x_shape} and gradient {g_shape} must both be {nd + 2}-D with one batch size for "
+                         f"a {nd}-D kernel")
+    c, f = x_shape[1], g_shape[1]
+    _check_group(c, f, group, "Convolution")
+    return (f, c // group) + kernel
+
+
 def conv_weight_grad(xp, x, g, kernel, stride, dilate, pad, group, dest=None):
     """The gradient of conv w.r.t. the weight, written into dest when it can take it (`_writable`): under
     hybridize that is the parameter's gradient buffer, which the GEMMs then write directly."""
+    conv_weight_grad_shape(x.shape, g.shape, kernel, stride, dilate, pad, group)
     kernel, stride, dilate, pad = _geometry(kernel, stride, dilate, pad)
     n, c = x.shape[:2]
     f = g.shape[1]
-    _check_group(c, f, group, "Convolution")
     out = g.shape[2:]
     dtype = np.result_type(x.dtype, g.dtype)
     dest = _writable(xp, dest, (f, c // group) + kernel, dtype, x, g) if dtype == x.dtype else None
@@ -290,7 +322,7 @@ def _ref_conv(x, w, kernel, stride=(), dilate=(), pad=(), num_group=1, out_size=
     f = w.shape[0]
     cg, fg = c // num_group, f // num_group
     if not out:
-        out = tuple(_conv_out_size(L, k, s, d, p) for L, k, s, d, p in zip(x.shape[2:], kernel, stride, dilate, pad))
+        out = tuple(conv_out_size(L, k, s, d, p) for L, k, s, d, p in zip(x.shape[2:], kernel, stride, dilate, pad))
     y = np.zeros((n, f) + tuple(out))
     for o in itertools.product(*(range(v) for v in out)):
         for kidx in itertools.product(*(range(k) for k in kernel)):
@@ -331,9 +363,21 @@ def _ref_conv_wgrad(x, g, kernel, stride=(), dilate=(), pad=(), num_group=1):
     return dw
 
 
+def _conv_infer(shapes, dtypes, kernel, stride, dilate, pad, num_group, out_size):
+    return [conv_shape(shapes[0], shapes[1], kernel, stride, dilate, pad, num_group, out_size)], [dtypes[0]]
+
+
+def _conv_dgrad_infer(shapes, dtypes, kernel, stride, dilate, pad, num_group, shape):
+    return [conv_data_grad_shape(shapes[0], shapes[1], shape, kernel, stride, dilate, pad, num_group)], [dtypes[0]]
+
+
+def _conv_wgrad_infer(shapes, dtypes, kernel, stride, dilate, pad, num_group):
+    return [conv_weight_grad_shape(shapes[0], shapes[1], kernel, stride, dilate, pad, num_group)], [dtypes[0]]
+
+
 register(OpDef(
     name="_conv", kernel=_k_conv, inputs=("data", "weight"), attrs=dict(_GEOM, out_size=Attr(parse_shape, ())),
-    grad=_g_conv, hidden=True, writes_out=True,
+    grad=_g_conv, hidden=True, writes_out=True, infer=_conv_infer,
     test=OpTest(ref=_ref_conv, cases=(
         (((1, 2, 5), (3, 2, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,), "out_size": (3,)}),
         (((1, 2, 5), (3, 2, 2)), {"kernel": (2,), "stride": (2,), "out_size": (3,)}),
@@ -341,6 +385,7 @@ register(OpDef(
 register(OpDef(
     name="_conv_data_grad", kernel=_k_conv_dgrad, inputs=("grad", "weight"),
     attrs=dict(_GEOM, shape=Attr(parse_shape, REQUIRED)), grad=_g_conv_dgrad, hidden=True, writes_out=True,
+    infer=_conv_dgrad_infer,
     test=OpTest(ref=_ref_conv_dgrad, cases=(
         (((1, 2, 3), (2, 3, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,), "shape": (5,)}),
         (((1, 4, 2, 2), (4, 1, 2, 2)), {"kernel": (2, 2), "stride": (2, 1), "num_group": 2, "shape": (4, 3)}),
@@ -348,7 +393,7 @@ register(OpDef(
     ))))
 register(OpDef(
     name="_conv_weight_grad", kernel=_k_conv_wgrad, inputs=("data", "grad"), attrs=_GEOM,
-    grad=_g_conv_wgrad, hidden=True, writes_out=True,
+    grad=_g_conv_wgrad, hidden=True, writes_out=True, infer=_conv_wgrad_infer,
     test=OpTest(ref=_ref_conv_wgrad, cases=(
         (((1, 2, 5), (1, 3, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,)}),
         (((1, 4, 4, 3), (1, 2, 3, 2)), {"kernel": (2, 2), "dilate": (1, 2), "num_group": 2}),
@@ -374,12 +419,29 @@ def _bias_shape(f, nd):
 
 
 def _check_bias(bias, f):
-    if tuple(bias.shape) != (f,):
-        raise ValueError(f"bias shape {bias.shape} does not match ({f},) (num_filter,)")
+    _check_bias_shape(bias.shape, f)
+
+
+def _check_bias_shape(shape, f):
+    if tuple(shape) != (f,):
+        raise ValueError(f"bias shape {tuple(shape)} does not match ({f},) (num_filter,)")
 
 
 def _conv_inputs(a):
     return ("data", "weight") if a["no_bias"] else ("data", "weight", "bias")
+
+
+def _convolution_shape(shapes, kernel, stride, dilate, pad, num_filter, num_group, layout):
+    _check_layout(layout, len(kernel))
+    if tuple(shapes[1][0:1]) != (num_filter,):
+        raise ValueError(f"weight shape {tuple(shapes[1])} does not match num_filter={num_filter}")
+    if len(shapes) > 2:
+        _check_bias_shape(shapes[2], num_filter)
+    return conv_shape(shapes[0], shapes[1], kernel, stride, dilate, pad, num_group)
+
+
+def _convolution_infer(shapes, dtypes, *, kernel, stride, dilate, pad, num_filter, num_group, layout, **_):
+    return [_convolution_shape(shapes, kernel, stride, dilate, pad, num_filter, num_group, layout)], [dtypes[0]]
 
 
 def _k_convolution(xp, data, weight, bias=None, *, kernel, stride, dilate, pad, num_filter, num_group, workspace,
@@ -427,7 +489,7 @@ def _ref_convolution(x, w, b=None, **a):
 
 register(OpDef(
     name="Convolution", kernel=_k_convolution, inputs=_conv_inputs, attrs=_CONV_ATTRS, grad=_g_convolution,
-    writes_out=True,
+    writes_out=True, infer=_convolution_infer,
     test=OpTest(ref=_ref_convolution, grad_rtol=2e-2, cases=(
         (((2, 3, 5, 5), (4, 3, 3, 3), (4,)), {"kernel": (3, 3), "num_filter": 4}),
         (((1, 2, 6, 5), (2, 2, 3, 2)), {"kernel": (3, 2), "num_filter": 2, "stride": (2, 1), "pad": (1, 1),
@@ -470,23 +532,41 @@ def _deconv_geometry(shape_in, kernel, stride, dilate, pad, adj, target_shape):
     return tuple(out), tuple(front)
 
 
-def _k_deconvolution(xp, data, weight, bias=None, *, kernel, stride, dilate, pad, adj, target_shape, num_filter,
-                     num_group, workspace, no_bias, cudnn_tune, cudnn_off, layout, out=None):
+def _deconvolution_shape(shapes, kernel, stride, dilate, pad, adj, target_shape, num_filter, num_group, layout):
+    """(the output's spatial size, the front padding (crop)) after checking data, weight (and bias)."""
     nd = len(kernel)
     _check_layout(layout, nd)
-    if data.ndim != nd + 2:
-        raise ValueError(f"data must be {nd + 2}-D for a {nd}-D kernel, got shape {data.shape}")
-    c = data.shape[1]
+    data = tuple(shapes[0])
+    if len(data) != nd + 2:
+        raise ValueError(f"data must be {nd + 2}-D for a {nd}-D kernel, got shape {data}")
+    c = data[1]
     want = (c, num_filter // max(num_group, 1)) + tuple(kernel)
     if num_filter % max(num_group, 1) or c % max(num_group, 1):
         raise ValueError(f"channels ({c}) and num_filter ({num_filter}) must be divisible by num_group "
                          f"({num_group})")
-    if tuple(weight.shape) != want:
-        raise ValueError(f"weight shape {weight.shape} does not match {want} "
+    if tuple(shapes[1]) != want:
+        raise ValueError(f"weight shape {tuple(shapes[1])} does not match {want} "
                          "(in_channels, num_filter / num_group, *kernel)")
-    size, front = _deconv_geometry(data.shape[2:], kernel, stride, dilate, pad, adj, target_shape)
-    if bias is not None:
-        _check_bias(bias, num_filter)
+    if len(shapes) > 2:
+        _check_bias_shape(shapes[2], num_filter)
+    size, front = _deconv_geometry(data[2:], kernel, stride, dilate, pad, adj, target_shape)
+    check_shape((data[0], num_filter) + size)
+    return size, front
+
+
+def _deconvolution_infer(shapes, dtypes, *, kernel, stride, dilate, pad, adj, target_shape, num_filter, num_group,
+                         layout, **_):
+    size, _ = _deconvolution_shape(shapes, kernel, stride, dilate, pad, adj, target_shape, num_filter, num_group,
+                                   layout)
+    return [(shapes[0][0], num_filter) + size], [dtypes[0]]
+
+
+def _k_deconvolution(xp, data, weight, bias=None, *, kernel, stride, dilate, pad, adj, target_shape, num_filter,
+                     num_group, workspace, no_bias, cudnn_tune, cudnn_off, layout, out=None):
+    nd = len(kernel)
+    shapes = [data.shape, weight.shape] + ([] if bias is None else [bias.shape])
+    size, front = _deconvolution_shape(shapes, kernel, stride, dilate, pad, adj, target_shape, num_filter,
+                                       num_group, layout)
     # the transposed convolution writes into out= directly, unless out holds the bias it adds afterwards
     dest = None if out is None or (bias is not None and xp.may_share_memory(out, bias)) else out
     y = conv_data_grad(xp, data, weight, size, kernel, stride, dilate, front, num_group, dest)
@@ -529,6 +609,7 @@ def _ref_deconvolution(x, w, b=None, **a):
 
 register(OpDef(
     name="Deconvolution", kernel=_k_deconvolution, inputs=_deconv_inputs, grad=_g_deconvolution, writes_out=True,
+    infer=_deconvolution_infer,
     attrs={"kernel": Attr(parse_shape, REQUIRED), "stride": Attr(parse_shape, ()), "dilate": Attr(parse_shape, ()),
            "pad": Attr(parse_shape, ()), "adj": Attr(parse_shape, ()), "target_shape": Attr(parse_shape, ()),
            "num_filter": Attr(parse_int, REQUIRED), "num_group": Attr(parse_int, 1),
@@ -681,12 +762,7 @@ def _pool_geometry(spatial, kernel, pool_type, global_pool, pooling_convention, 
     pad = _tup(pad, nd, 0)
     out = []
     for L, k, s, p in zip(spatial, kernel, stride, pad):
-        if pooling_convention == "valid":
-            o = (L + 2 * p - k) // s + 1
-        elif pooling_convention == "full":
-            o = -(-(L + 2 * p - k) // s) + 1
-        else:                                   # 'same': TF-style, ceil(L / s)
-            o = -(-L // s)
+        o = pool_out_size(L, k, s, p, pooling_convention)
         if k > L + 2 * p and pooling_convention != "same":
             raise ValueError(f"kernel {tuple(kernel)} is larger than the padded input {tuple(spatial)} "
                              f"(pad {tuple(pad)})")
@@ -696,14 +772,47 @@ def _pool_geometry(spatial, kernel, pool_type, global_pool, pooling_convention, 
     return tuple(kernel), stride, pad, tuple(out)
 
 
-def _pool_setup(x, kernel, pool_type, global_pool, pooling_convention, stride, pad, layout):
-    nd = x.ndim - 2
+def _pool_setup(shape, kernel, pool_type, global_pool, pooling_convention, stride, pad, layout):
+    """(kernel, stride, pad, out) of pooling data of `shape`, after checking the data and attributes."""
+    nd = len(shape) - 2
     if nd not in (1, 2, 3):
-        raise ValueError(f"data must be 3-D to 5-D (batch, channel, spatial...), got shape {x.shape}")
+        raise ValueError(f"data must be 3-D to 5-D (batch, channel, spatial...), got shape {tuple(shape)}")
     _check_layout(layout, nd)
     if not global_pool and not kernel:
         raise ValueError("kernel is required unless global_pool=True")
-    return _pool_geometry(x.shape[2:], kernel, pool_type, global_pool, pooling_convention, stride, pad)
+    return _pool_geometry(tuple(shape[2:]), kernel, pool_type, global_pool, pooling_convention, stride, pad)
+
+
+def _pooled_shape(shape, a, pool_type=None):
+    """The shape Pooling with attributes `a` gives for data of `shape`."""
+    *_, out = _pool_setup(shape, a["kernel"], pool_type or a["pool_type"], a["global_pool"],
+                          a["pooling_convention"], a["stride"], a["pad"], a["layout"])
+    return tuple(shape[:2]) + tuple(out)
+
+
+def _pooling_infer(shapes, dtypes, **a):
+    return [_pooled_shape(shapes[0], a)], [dtypes[0]]
+
+
+def _pool_max_bwd_infer(shapes, dtypes, **a):
+    if _pooled_shape(shapes[1], a, "max") != tuple(shapes[0]):
+        raise ValueError(f"gradient shape {tuple(shapes[0])} does not match the pooled shape of the data "
+                         f"{tuple(shapes[1])}")
+    return [tuple(shapes[1])], [np.result_type(*dtypes)]
+
+
+def _pool_max_gather_infer(shapes, dtypes, **a):
+    if tuple(shapes[0]) != tuple(shapes[1]):
+        raise ValueError(f"head shape {tuple(shapes[0])} does not match the data shape {tuple(shapes[1])}")
+    return [_pooled_shape(shapes[1], a, "max")], [np.result_type(*dtypes)]
+
+
+def _pool_lin_bwd_infer(shapes, dtypes, shape, **a):
+    g = tuple(shapes[0])
+    if len(g) < 2 or _pooled_shape(g[:2] + tuple(shape), a) != g:
+        raise ValueError(f"gradient shape {g} does not match the pooled shape of data with spatial shape "
+                         f"{tuple(shape)}")
+    return [check_shape(g[:2] + tuple(shape))], [dtypes[0]]
 
 
 def _pool_count(xp, spatial, kernel, stride, pad, out, include_pad, dtype):
@@ -721,7 +830,7 @@ def _pool_count(xp, spatial, kernel, stride, pad, out, include_pad, dtype):
 def _pool_forward(xp, x, kernel, pool_type, global_pool, pooling_convention, stride, pad, p_value,
                   count_include_pad, layout, out_buf=None):
     """out_buf: a buffer the max path's running maximum starts in (out=); the caller copies other results."""
-    kernel, stride, pad, out = _pool_setup(x, kernel, pool_type, global_pool, pooling_convention, stride, pad,
+    kernel, stride, pad, out = _pool_setup(x.shape, kernel, pool_type, global_pool, pooling_convention, stride, pad,
                                            layout)
     nd = len(kernel)
     kaxes = tuple(range(2 + nd, 2 + 2 * nd))
@@ -747,7 +856,7 @@ def _pool_forward(xp, x, kernel, pool_type, global_pool, pooling_convention, str
         return (xp.power(s, 1.0 / p) if p != 1 else s).astype(x.dtype, copy=False)
     s = _windows(xp, x, out, kernel, stride, dil, pad).sum(axis=kaxes)
     if pool_type == "sum":
-        return s
+        return s.astype(x.dtype, copy=False)
     include = True if count_include_pad is None else count_include_pad
     return (s / _pool_count(xp, x.shape[2:], kernel, stride, pad, out, include, x.dtype)).astype(x.dtype,
                                                                                                    copy=False)
@@ -844,7 +953,7 @@ def _k_pool_max_bwd(xp, grad, data, out=None, **a):
 
 def _pool_max_bwd(xp, grad, data, dest, **a):
     a.pop("cudnn_off")
-    kernel, stride, pad, out = _pool_setup(data, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
+    kernel, stride, pad, out = _pool_setup(data.shape, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
                                            a["stride"], a["pad"], a["layout"])
     shape, dtype = tuple(data.shape), np.result_type(data.dtype, grad.dtype)
     nk = _fastpath.numba_kernels(xp, grad, data) if len(kernel) < 3 else None
@@ -885,7 +994,7 @@ def _k_pool_max_gather(xp, head, data, out=None, **a):
 
 def _pool_max_gather(xp, head, data, **a):
     a.pop("cudnn_off")
-    kernel, stride, pad, out = _pool_setup(data, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
+    kernel, stride, pad, out = _pool_setup(data.shape, a["kernel"], "max", a["global_pool"], a["pooling_convention"],
                                            a["stride"], a["pad"], a["layout"])
     nd = len(kernel)
     win = _windows(xp, head, out, kernel, stride, (1,) * nd, pad)
@@ -911,11 +1020,12 @@ def _k_pool_lin_bwd(xp, grad, shape, out=None, **a):
 def _pool_lin_bwd(xp, grad, shape, dest, **a):
     """Adjoint of avg/sum pooling of an input with spatial size `shape`."""
     a.pop("cudnn_off")
-    fake = np.broadcast_to(np.zeros((), dtype=grad.dtype), grad.shape[:2] + tuple(shape))
-    kernel, stride, pad, out = _pool_setup(fake, a["kernel"], a["pool_type"], a["global_pool"],
-                                           a["pooling_convention"], a["stride"], a["pad"], a["layout"])
+    kernel, stride, pad, out = _pool_setup(grad.shape[:2] + tuple(shape), a["kernel"], a["pool_type"],
+                                           a["global_pool"], a["pooling_convention"], a["stride"], a["pad"],
+                                           a["layout"])
     if tuple(grad.shape[2:]) != tuple(out):
         raise ValueError(f"gradient shape {grad.shape} does not match the pooled shape {out}")
+    check_shape(grad.shape[:2] + tuple(shape))
     nd = len(kernel)
     g = grad
     if a["pool_type"] == "avg":
@@ -1019,7 +1129,7 @@ def _ref_pool_lin_bwd(g, shape, **a):
 
 
 register(OpDef(
-    name="Pooling", kernel=_k_pooling, attrs=_POOL_ATTRS, grad=_g_pooling, writes_out=True,
+    name="Pooling", kernel=_k_pooling, attrs=_POOL_ATTRS, grad=_g_pooling, writes_out=True, infer=_pooling_infer,
     # MXNet 1.9.1's (oneDNN) max pooling records a hidden workspace output in -symbol.json files
     json_outputs=lambda a: 2 if a["pool_type"] == "max" and not a["global_pool"] else 1,
     test=OpTest(ref=_ref_pooling, domain=(0.2, 2.0), cases=(
@@ -1043,7 +1153,7 @@ register(OpDef(
         "lp pooling is (sum x^p)^(1/p) without abs (MXNet)."))
 register(OpDef(
     name="_pool_max_bwd", kernel=_k_pool_max_bwd, inputs=("grad", "data"), attrs=_POOL_ATTRS, hidden=True,
-    writes_out=True,
+    writes_out=True, infer=_pool_max_bwd_infer,
     nondiff_inputs=(1,),
     grad=lambda c, h: (call("_pool_max_gather", h, c.inputs[1], **c.attrs), None),
     test=OpTest(ref=_ref_pool_max_bwd, domain=(0.2, 2.0), grad2=False, cases=(
@@ -1052,7 +1162,7 @@ register(OpDef(
                                         "pad": (1, 1)})))))
 register(OpDef(
     name="_pool_max_gather", kernel=_k_pool_max_gather, inputs=("head", "data"), attrs=_POOL_ATTRS, hidden=True,
-    writes_out=True,
+    writes_out=True, infer=_pool_max_gather_infer,
     nondiff_inputs=(1,),
     grad=lambda c, g: (call("_pool_max_bwd", g, c.inputs[1], **c.attrs), None),
     test=OpTest(ref=_ref_pool_gather, domain=(0.2, 2.0), grad2=False, cases=(
@@ -1061,6 +1171,7 @@ register(OpDef(
                                         "pad": (1, 1)})))))
 register(OpDef(
     name="_pool_lin_bwd", kernel=_k_pool_lin_bwd, inputs=("grad",), hidden=True, writes_out=True,
+    infer=_pool_lin_bwd_infer,
     attrs=dict(_POOL_ATTRS, shape=Attr(parse_shape, REQUIRED)), grad=_g_pool_lin_bwd,
     test=OpTest(ref=_ref_pool_lin_bwd, cases=(
         (((1, 2, 3, 3),), {"shape": (5, 5), "kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg",
@@ -1073,30 +1184,42 @@ register(OpDef(
 # ---------------------------------------------------------------------------------------------------------
 # UpSampling (nearest only)
 def _up_scales(shapes, scale):
+    for s in shapes:
+        if len(s) != 4 or not s[2] or not s[3]:
+            raise ValueError(f"UpSampling needs 4-D (N, C, H, W) inputs with H, W > 0, got {tuple(s)}")
     out = (shapes[0][2] * scale, shapes[0][3] * scale)
     scales = []
     for s in shapes:
-        if len(s) != 4:
-            raise ValueError(f"UpSampling needs 4-D (N, C, H, W) inputs, got {s}")
         if out[0] % s[2] or out[1] % s[3] or out[0] // s[2] != out[1] // s[3]:
             raise ValueError(f"input of shape {s} cannot be scaled to the output size {out}")
         scales.append(out[0] // s[2])
     return scales
 
 
-def _k_upsampling(xp, *data, scale, num_filter, sample_type, multi_input_mode, num_args, workspace):
+def _upsampling_shape(shapes, scale, sample_type, multi_input_mode, num_args):
+    """(each input's scale, the output shape)."""
     if sample_type != "nearest":
         raise ValueError("only sample_type='nearest' is implemented (bilinear UpSampling is a Deconvolution; "
                          "use Deconvolution or contrib.BilinearResize2D)")
-    if len(data) != num_args:
-        raise ValueError(f"num_args={num_args} but {len(data)} inputs were given")
-    scales = _up_scales([d.shape for d in data], scale)
+    if len(shapes) != num_args:
+        raise ValueError(f"num_args={num_args} but {len(shapes)} inputs were given")
+    if scale < 1:
+        raise ValueError(f"scale must be positive, got {scale}")
+    scales = _up_scales(shapes, scale)
+    ups = [tuple(s[:2]) + (s[2] * k, s[3] * k) for s, k in zip(shapes, scales)]
+    if len(ups) > 1 and multi_input_mode == "sum":
+        if any(u != ups[0] for u in ups):
+            raise ValueError("number of channels must be the same when multi_input_mode='sum'")
+        return scales, check_shape(ups[0])
+    return scales, check_shape(ups[0][:1] + (sum(u[1] for u in ups),) + ups[0][2:])
+
+
+def _k_upsampling(xp, *data, scale, num_filter, sample_type, multi_input_mode, num_args, workspace):
+    scales, _ = _upsampling_shape([d.shape for d in data], scale, sample_type, multi_input_mode, num_args)
     ups = [d.repeat(s, axis=2).repeat(s, axis=3) for d, s in zip(data, scales)]
     if len(ups) == 1:
         return ups[0]
     if multi_input_mode == "sum":
-        if any(u.shape != ups[0].shape for u in ups):
-            raise ValueError("number of channels must be the same when multi_input_mode='sum'")
         out = ups[0].copy()
         for u in ups[1:]:
             out += u
@@ -1125,6 +1248,8 @@ def _ref_upsampling(*data, scale, sample_type, num_args=1, multi_input_mode="con
 
 register(OpDef(
     name="UpSampling", kernel=_k_upsampling, inputs=("data",), variadic=True, grad=_g_upsampling,
+    infer=lambda shapes, dtypes, scale, num_filter, sample_type, multi_input_mode, num_args, workspace: (
+        [_upsampling_shape(shapes, scale, sample_type, multi_input_mode, num_args)[1]], [dtypes[0]]),
     attrs={"scale": Attr(parse_int, REQUIRED), "num_filter": Attr(parse_int, 0),
            "sample_type": Attr(choice("nearest", "bilinear"), REQUIRED),
            "multi_input_mode": Attr(choice("concat", "sum"), "concat"), "num_args": Attr(parse_int, 1),

@@ -586,13 +586,19 @@ register(OpDef(
         "mean / std outputs; statistics recomputed from data."))
 
 
+def _instancenorm_check(shapes):
+    data = tuple(shapes[0])
+    if len(data) < 3:
+        raise ValueError(f"data must be at least 3-D (batch, channel, spatial...), got shape {data}")
+    for name, shape in zip(("gamma", "beta"), shapes[1:]):
+        if tuple(shape) != (data[1],):
+            raise ValueError(f"{name} shape {tuple(shape)} does not match ({data[1]},) (channels)")
+    return data
+
+
 def _k_instancenorm(xp, data, gamma, beta, *, eps):
-    if data.ndim < 3:
-        raise ValueError(f"data must be at least 3-D (batch, channel, spatial...), got shape {data.shape}")
+    _instancenorm_check([data.shape, gamma.shape, beta.shape])
     c = data.shape[1]
-    for name, arr in (("gamma", gamma), ("beta", beta)):
-        if tuple(arr.shape) != (c,):
-            raise ValueError(f"{name} shape {arr.shape} does not match ({c},) (channels)")
     axes = tuple(range(2, data.ndim))
     mean, var = _np_stats(xp, data, axes, eps)
     pshape = (1, c) + (1,) * (data.ndim - 2)
@@ -622,19 +628,29 @@ def _ref_instancenorm(x, gamma, beta, eps=1e-3):
 
 register(OpDef(
     name="InstanceNorm", kernel=_k_instancenorm, inputs=("data", "gamma", "beta"), grad=_g_instancenorm,
+    infer=lambda shapes, dtypes, eps: ([_instancenorm_check(shapes)], [dtypes[0]]),
     attrs={"eps": Attr(parse_float, 1e-3)},
     test=OpTest(ref=_ref_instancenorm, cases=(
         (((2, 3, 4), (3,), (3,)), {}), (((1, 2, 3, 3), (2,), (2,)), {"eps": 1e-5})))))
 
 
-def _k_groupnorm(xp, data, gamma, beta, *, num_groups, eps, output_mean_var):
-    n, c = data.shape[:2]
-    if c % num_groups:
-        raise ValueError(f"channels ({c}) must be divisible by num_groups ({num_groups})")
-    for name, arr in (("gamma", gamma), ("beta", beta)):
-        if tuple(arr.shape) != (num_groups,):
-            raise ValueError(f"{name} shape {arr.shape} does not match ({num_groups},) (num_groups; MXNet 1.9 "
+def _groupnorm_shapes(shapes, num_groups):
+    """The outputs' shapes: data's, then (N, num_groups) for the mean and the std."""
+    data = tuple(shapes[0])
+    if len(data) < 2:
+        raise ValueError(f"data must be at least 2-D (batch, channel, ...), got shape {data}")
+    if num_groups < 1 or data[1] % num_groups:
+        raise ValueError(f"channels ({data[1]}) must be divisible by num_groups ({num_groups})")
+    for name, shape in zip(("gamma", "beta"), shapes[1:]):
+        if tuple(shape) != (num_groups,):
+            raise ValueError(f"{name} shape {tuple(shape)} does not match ({num_groups},) (num_groups; MXNet 1.9 "
                              "scales per group, not per channel)")
+    return [data, (data[0], num_groups), (data[0], num_groups)]
+
+
+def _k_groupnorm(xp, data, gamma, beta, *, num_groups, eps, output_mean_var):
+    _groupnorm_shapes([data.shape, gamma.shape, beta.shape], num_groups)
+    n = data.shape[0]
     xg = data.reshape(n, num_groups, -1)
     mean, var = _np_stats(xp, xg, (2,), eps)
     std = xp.sqrt(var + eps)
@@ -671,6 +687,8 @@ register(OpDef(
     attrs={"num_groups": Attr(parse_int, 1), "eps": Attr(parse_float, 1e-5),
            "output_mean_var": Attr(parse_bool, False)},
     num_outputs=3, num_visible=lambda a: 3 if a["output_mean_var"] else 1,
+    infer=lambda shapes, dtypes, num_groups, eps, output_mean_var: (_groupnorm_shapes(shapes, num_groups),
+                                                                    [dtypes[0]] * 3),
     test=OpTest(ref=_ref_groupnorm, cases=(
         (((2, 4, 3), (2,), (2,)), {"num_groups": 2}),
         (((2, 2, 2, 2), (1,), (1,)), {}),
@@ -689,9 +707,16 @@ def _l2_keep(ndim, mode):
     return (0, 1)
 
 
+def _l2norm_check(shape, mode):
+    if mode in ("channel", "spatial") and len(shape) < 3:
+        raise ValueError(f"at least 3 dimensions are required in {mode} mode, got shape {tuple(shape)}")
+    if not shape:
+        raise ValueError("L2Normalization needs at least 1 dimension (the batch)")
+    return tuple(shape)
+
+
 def _k_l2norm(xp, data, *, eps, mode):
-    if mode in ("channel", "spatial") and data.ndim < 3:
-        raise ValueError(f"at least 3 dimensions are required in {mode} mode, got shape {data.shape}")
+    _l2norm_check(data.shape, mode)
     keep = _l2_keep(data.ndim, mode)
     axes = tuple(i for i in range(data.ndim) if i not in keep)
     norm = xp.sqrt((data * data).sum(axis=axes, keepdims=True) + eps)
@@ -723,15 +748,21 @@ def _ref_l2norm(x, eps=1e-10, mode="instance"):
 
 register(OpDef(
     name="L2Normalization", kernel=_k_l2norm, grad=_g_l2norm,
+    infer=lambda shapes, dtypes, eps, mode: ([_l2norm_check(shapes[0], mode)], [dtypes[0]]),
     attrs={"eps": Attr(parse_float, 1e-10), "mode": Attr(choice("channel", "instance", "spatial"), "instance")},
     test=OpTest(ref=_ref_l2norm, domain=(0.3, 2.0), cases=(
         (((2, 3, 2),), {}), (((2, 3, 2),), {"mode": "channel"}), (((2, 3, 2, 2),), {"mode": "spatial"}),
         (((3, 4),), {"eps": 1e-3})))))
 
 
+def _lrn_check(shape):
+    if len(shape) != 4:
+        raise ValueError(f"LRN needs 4-D (N, C, H, W) data, got shape {tuple(shape)}")
+    return tuple(shape)
+
+
 def _k_lrn(xp, data, *, alpha, beta, knorm, nsize):
-    if data.ndim != 4:
-        raise ValueError(f"LRN needs 4-D (N, C, H, W) data, got shape {data.shape}")
+    _lrn_check(data.shape)
     c = data.shape[1]
     half = nsize // 2
     sq = xp.pad(data * data, [(0, 0), (half, half), (0, 0), (0, 0)])
@@ -767,6 +798,7 @@ def _ref_lrn(x, alpha=1e-4, beta=0.75, knorm=2.0, nsize=3):
 
 register(OpDef(
     name="LRN", kernel=_k_lrn, grad=_g_lrn,
+    infer=lambda shapes, dtypes, alpha, beta, knorm, nsize: ([_lrn_check(shapes[0])], [dtypes[0]]),
     attrs={"alpha": Attr(parse_float, 1e-4), "beta": Attr(parse_float, 0.75), "knorm": Attr(parse_float, 2.0),
            "nsize": Attr(parse_int, REQUIRED)},
     test=OpTest(ref=_ref_lrn, cases=(

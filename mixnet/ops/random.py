@@ -11,7 +11,7 @@ import numpy as np
 
 from .attrs import Attr, REQUIRED, parse_bool, parse_ctx, parse_dtype, parse_float, parse_int, \
     parse_shape
-from .common import call
+from .common import call, check_shape, infer_same
 from .registry import OpDef, OpTest, register
 
 _F32 = np.dtype(np.float32)
@@ -111,7 +111,7 @@ def _check_params(name, params):
 def _make_random_kernel(name, sampler, pnames):
     def kernel(xp, shape, ctx, dtype, rng, **params):
         _check_params(name, params)
-        return _finish(xp, sampler(rng, tuple(shape), *[params[p] for p in pnames]), dtype or _F32)
+        return _finish(xp, sampler(rng, check_shape(shape), *[params[p] for p in pnames]), dtype or _F32)
     return kernel
 
 
@@ -122,21 +122,31 @@ def _make_like_kernel(name, sampler, pnames):
     return kernel
 
 
+def _sample_shape(param_shapes, shape):
+    """One draw of `shape` per element of the parameter arrays (which have one shape): params.shape + shape."""
+    param_shapes = [tuple(s) for s in param_shapes]
+    for s in param_shapes[1:]:
+        if s != param_shapes[0]:
+            raise ValueError(f"parameter arrays must have the same shape, got "
+                             f"{', '.join(str(x) for x in param_shapes)}")
+    return check_shape(param_shapes[0] + tuple(shape))
+
+
+def _sample_infer(shapes, dtypes, shape, dtype):
+    return [_sample_shape(shapes, shape)], [dtype or _F32]
+
+
 def _make_sample_kernel(name, sampler, pnames):
     def kernel(xp, *arrays, shape, dtype, rng):
-        for a in arrays[1:]:
-            if a.shape != arrays[0].shape:
-                raise ValueError(f"parameter arrays must have the same shape, got "
-                                 f"{', '.join(str(x.shape) for x in arrays)}")
+        size = _sample_shape([a.shape for a in arrays], shape)
         shape = tuple(shape)
-        size = arrays[0].shape + shape
         params = [_host(a).astype(np.float64).reshape(a.shape + (1,) * len(shape)) for a in arrays]
         return _finish(xp, sampler(rng, size, *params), dtype or _F32)
     return kernel
 
 
 def _random_infer(shapes, dtypes, shape, dtype, **_):
-    return [tuple(shape)], [dtype or _F32]
+    return [check_shape(shape)], [dtype or _F32]
 
 
 _SHAPE_CASES = (((), {"shape": (3, 4)}), ((), {"shape": (5,), "dtype": "float64"}), ((), {"shape": (0, 2)}))
@@ -161,7 +171,7 @@ for _name, _sampler, _params, _sample_inputs, _test_params in _DISTS:
         doc=f"Samples of the {_name} distribution shaped (and typed) like the input."))
     register(OpDef(
         name=f"_sample_{_name}", kernel=_make_sample_kernel(_name, _sampler, _pnames), inputs=_sample_inputs,
-        random=True, differentiable=False, aliases=(f"sample_{_name}",),
+        random=True, differentiable=False, aliases=(f"sample_{_name}",), infer=_sample_infer,
         attrs={"shape": Attr(parse_shape, ()), "dtype": Attr(_dtype_or(_F32), None)},
         test=OpTest(random=True, grad=False, grad2=False, domain=(0.2, 0.9),
                     int_inputs={0: (1, 4)} if _name == "negative_binomial" else {},
@@ -174,7 +184,7 @@ for _name, _sampler, _params, _sample_inputs, _test_params in _DISTS:
 def _randint(xp, low, high, shape, ctx, dtype, rng):
     if low >= high:
         raise ValueError(f"low ({low}) must be smaller than high ({high})")
-    return _finish(xp, rng.integers(low, high, size=tuple(shape)), dtype or _I32)
+    return _finish(xp, rng.integers(low, high, size=check_shape(shape)), dtype or _I32)
 
 
 register(OpDef(
@@ -189,9 +199,20 @@ register(OpDef(
 
 
 # ---------------------------------------------------------------------------------------------------------
+def _multinomial_shape(data_shape, shape):
+    data_shape = tuple(data_shape)
+    if len(data_shape) < 1 or data_shape[-1] < 1:
+        raise ValueError(f"data must hold probabilities along its last axis, got shape {data_shape}")
+    return check_shape(data_shape[:-1] + tuple(shape))
+
+
+def _multinomial_infer(shapes, dtypes, shape, get_prob, dtype):
+    out = _multinomial_shape(shapes[0], shape)
+    return ([out, out], [dtype, dtypes[0]]) if get_prob else ([out], [dtype])
+
+
 def _multinomial(xp, data, shape, get_prob, dtype, rng):
-    if data.ndim < 1 or data.shape[-1] < 1:
-        raise ValueError(f"data must hold probabilities along its last axis, got shape {data.shape}")
+    _multinomial_shape(data.shape, shape)
     shape = tuple(shape)
     k = data.shape[-1]
     probs = _host(data).astype(np.float64).reshape(-1, k)
@@ -223,6 +244,7 @@ def _multinomial_grad(c, *grads):
 
 register(OpDef(
     name="_sample_multinomial", kernel=_multinomial, random=True, aliases=("sample_multinomial",),
+    infer=_multinomial_infer,
     attrs={"shape": Attr(parse_shape, ()), "get_prob": Attr(parse_bool, False),
            "dtype": Attr(parse_dtype, _I32)},
     num_outputs=lambda a: 2 if a["get_prob"] else 1, grad=_multinomial_grad,
@@ -240,6 +262,6 @@ def _shuffle(xp, data, rng):
 
 
 register(OpDef(
-    name="_shuffle", kernel=_shuffle, random=True, differentiable=False, aliases=("shuffle",),
+    name="_shuffle", kernel=_shuffle, random=True, differentiable=False, aliases=("shuffle",), infer=infer_same,
     test=OpTest(random=True, grad=False, grad2=False, cases=((((5, 3),), {}), (((6,),), {}))),
     doc="A random permutation of data along its first axis."))

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from .attrs import Attr, optional, parse_axis, parse_bool, parse_dtype, parse_int
-from .common import call
+from .common import call, infer_same, reduce_axes, reduced_shape
 from .registry import OpDef, OpTest, register
 
 _REDUCE_ATTRS = {
@@ -35,34 +35,24 @@ _REDUCE_ATTRS = {
 
 
 # ---------------------------------------------------------------------------------------------------------
-# axis handling shared by every reduction
-def reduce_axes(shape, axis, exclude=False, what="Reduction"):
-    """The sorted tuple of axes a reduction removes (MXNet's rules for None, (), negatives, exclude)."""
-    ndim = len(shape)
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    if not axes:
-        return tuple(range(ndim))
-    norm = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ValueError(f"{what} axis {a} exceeds input dimensions {tuple(shape)}")
-        norm.append(a + ndim if a < 0 else a)
-    norm = sorted(norm)
-    for a, b in zip(norm, norm[1:]):
-        if a == b:
-            raise ValueError(f"{what} axes have duplicates {tuple(axes)}")
-    if exclude:
-        return tuple(a for a in range(ndim) if a not in norm)
-    return tuple(norm)
+# axis handling shared by every reduction: common.reduce_axes / common.reduced_shape (also used by fuse.py)
+def _reduce_infer(shapes, dtypes, axis, keepdims, exclude):
+    shape = tuple(shapes[0])
+    return [reduced_shape(shape, reduce_axes(shape, axis, exclude), keepdims)], [dtypes[0]]
 
 
-def reduced_shape(shape, axes, keepdims):
-    if keepdims:
-        return tuple(1 if i in axes else d for i, d in enumerate(shape))
-    out = tuple(d for i, d in enumerate(shape) if i not in axes)
-    return out if out else (1,)
+def _extreme_axes(name, shape, axis, exclude):
+    axes = reduce_axes(shape, axis, exclude)
+    if any(shape[a] == 0 for a in axes):
+        raise ValueError(f"{name} of an empty axis (shape {tuple(shape)}) has no identity")
+    return axes
+
+
+def _extreme_infer(name):
+    def infer(shapes, dtypes, axis, keepdims, exclude):
+        shape = tuple(shapes[0])
+        return [reduced_shape(shape, _extreme_axes(name, shape, axis, exclude), keepdims)], [dtypes[0]]
+    return infer
 
 
 def _acc_dtype(dtype):
@@ -134,9 +124,7 @@ def _prod_kernel(xp, x, axis, keepdims, exclude):
 
 def _extreme_kernel(fn, name):
     def run(xp, x, axis, keepdims, exclude):
-        axes = reduce_axes(x.shape, axis, exclude)
-        if any(x.shape[a] == 0 for a in axes):
-            raise ValueError(f"{name} of an empty axis (shape {x.shape}) has no identity")
+        axes = _extreme_axes(name, x.shape, axis, exclude)
         return _finish(xp, getattr(x, fn)(axis=axes), x, axes, keepdims)
     return run
 
@@ -257,9 +245,10 @@ _REDUCE_CASES = (
 _SIZE0_CASES = ((((0, 3),), {"axis": 0}), (((2, 0),), {"axis": 0}), (((0, 3),), {"axis": 1, "keepdims": True}))
 
 
-def _reduction(name, kernel, grad, ref, aliases=(), cases=_REDUCE_CASES, domain=(-2.0, 2.0), doc="", **kw):
+def _reduction(name, kernel, grad, ref, aliases=(), cases=_REDUCE_CASES, domain=(-2.0, 2.0), doc="",
+               infer=_reduce_infer, **kw):
     register(OpDef(name=name, kernel=kernel, attrs=_REDUCE_ATTRS, grad=grad, aliases=aliases, kind="reduce",
-                   test=OpTest(ref=_ref(ref), cases=cases, domain=domain, **kw), doc=doc))
+                   infer=infer, test=OpTest(ref=_ref(ref), cases=cases, domain=domain, **kw), doc=doc))
 
 
 def _np_mean(x, axes):
@@ -274,9 +263,9 @@ _reduction("mean", _mean_kernel, _mean_grad, _np_mean, cases=_REDUCE_CASES + _SI
 _reduction("prod", _prod_kernel, _prod_grad, lambda x, a: x.prod(axis=a), cases=_REDUCE_CASES + _SIZE0_CASES,
            domain=(0.5, 1.5), doc="Product over the given axes (zero-safe gradient).")
 _reduction("max", _extreme_kernel("max", "max"), _extreme_grad, lambda x, a: x.max(axis=a), aliases=("max_axis",),
-           cases=_REDUCE_CASES + _SIZE0_CASES[1:2], doc="Maximum over the given axes.")
+           cases=_REDUCE_CASES + _SIZE0_CASES[1:2], infer=_extreme_infer("max"), doc="Maximum over the given axes.")
 _reduction("min", _extreme_kernel("min", "min"), _extreme_grad, lambda x, a: x.min(axis=a), aliases=("min_axis",),
-           cases=_REDUCE_CASES + _SIZE0_CASES[1:2], doc="Minimum over the given axes.")
+           cases=_REDUCE_CASES + _SIZE0_CASES[1:2], infer=_extreme_infer("min"), doc="Minimum over the given axes.")
 _reduction("nansum", _nansum_kernel, _nansum_grad, lambda x, a: np.nansum(x, axis=a),
            doc="Sum treating NaN as 0.")
 _reduction("nanprod", _nanprod_kernel, _nanprod_grad, lambda x, a: np.nanprod(x, axis=a), domain=(0.5, 1.5),
@@ -288,7 +277,7 @@ def _nan_to_one(xp, x):
 
 
 register(OpDef(
-    name="_nan_to_one", kernel=_nan_to_one, hidden=True, kind="unary",
+    name="_nan_to_one", kernel=_nan_to_one, hidden=True, kind="unary", infer=infer_same,
     grad=lambda c, g: (g * (1 - call("isnan", c.inputs[0])),),
     test=OpTest(ref=lambda x: np.where(np.isnan(x), 1, x), recipe="unary"),
     doc="NaN -> 1 (nanprod's gradient); its gradient is zero at NaNs."))
@@ -304,10 +293,19 @@ _NORM_ATTRS = {
 }
 
 
-def _norm_kernel(xp, x, ord, axis, out_dtype, keepdims):
+def _norm_axes(shape, ord, axis):
     if ord not in (1, 2):
         raise ValueError("norm only supports ord=1 and ord=2")
-    axes = reduce_axes(x.shape, axis)
+    return reduce_axes(shape, axis)
+
+
+def _norm_infer(shapes, dtypes, ord, axis, out_dtype, keepdims):
+    shape = tuple(shapes[0])
+    return [reduced_shape(shape, _norm_axes(shape, ord, axis), keepdims)], [out_dtype or dtypes[0]]
+
+
+def _norm_kernel(xp, x, ord, axis, out_dtype, keepdims):
+    axes = _norm_axes(x.shape, ord, axis)
     acc = np.float64 if x.dtype.kind in "iub" else _acc_dtype(x.dtype)
     xa = x.astype(acc, copy=False)
     if ord == 1:
@@ -346,7 +344,7 @@ def _norm_ref(x, ord, axis, out_dtype, keepdims):
 
 
 register(OpDef(
-    name="norm", kernel=_norm_kernel, attrs=_NORM_ATTRS, grad=_norm_grad, kind="reduce",
+    name="norm", kernel=_norm_kernel, attrs=_NORM_ATTRS, grad=_norm_grad, kind="reduce", infer=_norm_infer,
     test=OpTest(ref=_norm_ref, domain=(0.3, 2.0), cases=(
         (((3, 4),), {}), (((3, 4),), {"ord": 1}), (((2, 3, 4),), {"axis": 1}),
         (((2, 3, 4),), {"axis": (0, -1), "keepdims": True}), (((2, 3, 4),), {"ord": 1, "axis": -1}),
@@ -358,26 +356,27 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # argmax / argmin / argmax_channel
+def _arg_shape(shape, axis, keepdims):
+    """(the axis argmax/argmin reduces or None for all, the output shape)."""
+    shape = tuple(shape)
+    if axis is None:
+        if 0 in shape:
+            raise ValueError("attempt to get argmax/argmin of an empty array")
+        return None, (1,) * len(shape) if keepdims and shape else (1,)
+    ndim = len(shape)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} exceeds the input dimension of {ndim}")
+    a = axis + ndim if axis < 0 else axis
+    if shape[a] == 0:
+        raise ValueError(f"attempt to get argmax/argmin of an empty axis {axis} (shape {shape})")
+    return a, reduced_shape(shape, (a,), keepdims)
+
+
 def _arg_kernel(fn):
     def run(xp, x, axis, keepdims):
-        if axis is None:
-            if x.size == 0:
-                raise ValueError("attempt to get argmax/argmin of an empty array")
-            idx = getattr(xp, fn)(x.reshape(-1))
-            shape = (1,) * x.ndim if keepdims and x.ndim else (1,)
-            return xp.asarray(idx).astype(x.dtype).reshape(shape)
-        ndim = x.ndim
-        if not -ndim <= axis < ndim:
-            raise ValueError(f"axis {axis} exceeds the input dimension of {ndim}")
-        a = axis + ndim if axis < 0 else axis
-        if x.shape[a] == 0:
-            raise ValueError(f"attempt to get argmax/argmin of an empty axis {axis} (shape {x.shape})")
-        idx = getattr(xp, fn)(x, axis=a)
-        if keepdims:
-            idx = xp.expand_dims(idx, a)
-        elif idx.ndim == 0:
-            idx = idx.reshape(1)
-        return idx.astype(x.dtype)
+        a, out_shape = _arg_shape(x.shape, axis, keepdims)
+        idx = getattr(xp, fn)(x.reshape(-1) if a is None else x, axis=0 if a is None else a)
+        return xp.asarray(idx).astype(x.dtype).reshape(out_shape)
     return run
 
 
@@ -400,6 +399,7 @@ _ARG_CASES = ((((3, 4),), {}), (((3, 4),), {"axis": 1}), (((2, 3, 4),), {"axis":
 for _name, _fn, _pick in (("argmax", "argmax", max), ("argmin", "argmin", min)):
     register(OpDef(
         name=_name, kernel=_arg_kernel(_fn), kind="reduce", differentiable=False,
+        infer=lambda shapes, dtypes, axis, keepdims: ([_arg_shape(shapes[0], axis, keepdims)[1]], [dtypes[0]]),
         attrs={"axis": Attr(optional(parse_int), None), "keepdims": Attr(parse_bool, False)},
         test=OpTest(ref=_arg_ref(_pick), cases=_ARG_CASES, grad=False, grad2=False),
         doc=f"Indices of the {_fn[3:]}imum along an axis, in the input dtype (float32 for float32 input)."))
@@ -411,6 +411,7 @@ def _argmax_channel(xp, x):
 
 register(OpDef(
     name="argmax_channel", kernel=_argmax_channel, kind="reduce", differentiable=False,
+    infer=lambda shapes, dtypes: ([_arg_shape(shapes[0], 1, False)[1]], [dtypes[0]]),
     test=OpTest(ref=lambda x: _arg_ref(max)(x, 1, False), cases=((((3, 4),), {}), (((2, 3, 4),), {})),
                 grad=False, grad2=False),
     doc="argmax along axis 1, in the input dtype."))
@@ -418,11 +419,21 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # moments
-def _moments_kernel(xp, x, axes, keepdims):
+def _moments_axes(shape, axes):
     if axes is None or axes == ():
         raise ValueError("Empty axes is not supported, if you would like to do global moments, please pass all "
                          "axes to axes argument")
-    red = reduce_axes(x.shape, axes)
+    return reduce_axes(shape, axes)
+
+
+def _moments_infer(shapes, dtypes, axes, keepdims):
+    shape = tuple(shapes[0])
+    out = reduced_shape(shape, _moments_axes(shape, axes), keepdims)
+    return [out, out], [dtypes[0]] * 2
+
+
+def _moments_kernel(xp, x, axes, keepdims):
+    red = _moments_axes(x.shape, axes)
     acc = np.float64 if x.dtype.kind in "iub" else _acc_dtype(x.dtype)
     xa = x.astype(acc, copy=False)
     mean = xa.mean(axis=red, keepdims=True)
@@ -452,7 +463,7 @@ def _moments_ref(x, axes, keepdims):
 
 
 register(OpDef(
-    name="moments", kernel=_moments_kernel, grad=_moments_grad, num_outputs=2, kind="reduce",
+    name="moments", kernel=_moments_kernel, grad=_moments_grad, num_outputs=2, kind="reduce", infer=_moments_infer,
     attrs={"axes": Attr(parse_axis, None, "axes to reduce (required in practice: None is an error)"),
            "keepdims": Attr(parse_bool, False)},
     test=OpTest(ref=_moments_ref, cases=(

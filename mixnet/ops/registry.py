@@ -44,7 +44,10 @@ class OpDef:
     kernel(xp, *arrays, **attrs) computes outputs from numpy/cupy arrays (xp is the array module).
     grad(ctx, *out_grads) returns one gradient (an NDArray or None) per input, written with mixnet ops so it
     is itself differentiable; ctx has .inputs, .outputs, .attrs (and .op).
-    infer(shapes, dtypes, **attrs) -> (out_shapes, out_dtypes), used to explain errors and (later) to trace.
+    infer(shapes, dtypes, **attrs) -> (out_shapes, out_dtypes) for every output (hidden ones included), computed
+    from the shapes alone: no kernel runs and nothing of the data's size is allocated (graph shape inference,
+    tracing and graph-mode autodiff use it; ops.common.infer wraps its errors). Every registered op declares one;
+    an op whose output shape depends on the input values (dynamic_shape) declares one that says so.
     scalar: for elementwise ops, the expression template the fusion code generator renders ({0}, {1} = inputs).
     """
     name: str
@@ -100,6 +103,9 @@ _PRIMARY = {}      # name -> OpDef, declaration order
 
 
 def register(op):
+    if op.infer is None:
+        raise MXNetError(f"operator {op.name!r} declares no infer: every op computes its output shapes and dtypes "
+                         "from its input shapes and dtypes (see mixnet/ops/common.py)")
     for name in (op.name,) + tuple(op.aliases):
         if name in _OPS:
             raise MXNetError(f"operator {name!r} is declared twice")

@@ -33,7 +33,7 @@ higher-order gradients are exact, at the cost of re-running the forward in the b
 import numpy as np
 
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_float, parse_int
-from .common import call
+from .common import call, check_same_dtypes, concat_shape
 from .registry import OpDef, OpTest, register
 
 __all__ = ["param_size"]
@@ -580,21 +580,18 @@ register(OpDef(
 # ---------------------------------------------------------------------------------------------------------
 # _rnn_param_concat: how gluon joins the flattened parameters (a Concat whose output shape MXNet also infers
 # backwards; here it is a plain concatenation)
-def _k_param_concat(xp, *arrays, num_args, dim):
-    if num_args is not None and num_args != len(arrays):
-        raise ValueError(f"expects {num_args} inputs, but got {len(arrays)}")
-    if not arrays:
+def _param_concat_shape(shapes, dtypes, num_args, dim):
+    """(axis, output shape): a plain concatenation along `dim` (common.concat_shape)."""
+    if num_args is not None and num_args != len(shapes):
+        raise ValueError(f"expects {num_args} inputs, but got {len(shapes)}")
+    if not shapes:
         raise ValueError("needs at least one input")
-    ndim = arrays[0].ndim
-    if not -ndim <= dim < ndim:
-        raise ValueError(f"axis {dim} exceeds the input dimension of {ndim}")
-    ax = dim % ndim
-    for x in arrays:
-        if x.dtype != arrays[0].dtype:
-            raise ValueError(f"input dtypes must match, got {', '.join(str(y.dtype) for y in arrays)}")
-        if x.ndim != ndim or x.shape[:ax] != arrays[0].shape[:ax] or x.shape[ax + 1:] != arrays[0].shape[ax + 1:]:
-            raise ValueError(f"incompatible input shapes for concat along axis {dim}: "
-                             f"{', '.join(str(y.shape) for y in arrays)}")
+    check_same_dtypes(dtypes)
+    return concat_shape(shapes, dim)
+
+
+def _k_param_concat(xp, *arrays, num_args, dim):
+    ax, _ = _param_concat_shape([x.shape for x in arrays], [x.dtype for x in arrays], num_args, dim)
     return xp.concatenate(arrays, axis=ax)
 
 
@@ -621,6 +618,7 @@ register(OpDef(
     attrs={"num_args": Attr(optional(parse_int), None, "number of inputs (filled in automatically)"),
            "dim": Attr(parse_int, 1)},
     grad=_g_param_concat,
+    infer=lambda shapes, dtypes, num_args, dim: ([_param_concat_shape(shapes, dtypes, num_args, dim)[1]], [dtypes[0]]),
     test=OpTest(ref=_ref_param_concat, cases=(
         (((6,), (4,), (3,)), {"dim": 0}), (((2, 3), (2, 4)), {}), (((2, 3), (1, 3)), {"dim": 0}))),
     doc="Concatenates the flattened RNN parameters (gluon's fused layers export it with dim=0)."))

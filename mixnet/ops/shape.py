@@ -11,10 +11,12 @@ is itself differentiated by slicing), so every gradient differentiates again.
 `split_v2` and `moveaxis` are Python functions in MXNet (over `_split_v2` and `transpose`); here they are ops with
 the same Python signatures.
 """
+import math
+
 import numpy as np
 
 from .attrs import Attr, REQUIRED, choice, optional, parse_axis, parse_bool, parse_float, parse_int, parse_shape
-from .common import call, same_dtype
+from .common import call, check_same_dtypes, check_shape, concat_shape, infer_same
 from .registry import OpDef, OpTest, register
 
 _NONE = ("None", "none", "")
@@ -49,6 +51,10 @@ def _perm(ndim, axes):
     return tuple(axes)
 
 
+def _permuted(shape, perm):
+    return tuple(shape[a] for a in perm)
+
+
 def _transpose(xp, x, axes):
     return xp.ascontiguousarray(xp.transpose(x, _perm(x.ndim, axes)))
 
@@ -60,6 +66,7 @@ def _transpose_grad(c, g):
 
 register(OpDef(
     name="transpose", kernel=_transpose, attrs={"axes": Attr(parse_shape, ())}, grad=_transpose_grad, kind="shape",
+    infer=lambda shapes, dtypes, axes: ([_permuted(shapes[0], _perm(len(shapes[0]), axes))], [dtypes[0]]),
     test=OpTest(ref=lambda x, axes: np.transpose(x, axes or None), cases=(
         (((2, 3, 4),), {}), (((2, 3, 4),), {"axes": (1, 0, 2)}), (((2, 3, 4),), {"axes": (2, 0, 1)}),
         (((3,),), {}), (((2, 3),), {"axes": "(1, 0)"}), (((0, 3),), {}))),
@@ -78,8 +85,14 @@ def _expand_dims(xp, x, axis):
     return xp.expand_dims(x, _expand_axis(x.ndim, axis)).copy()
 
 
+def _expanded(shape, axis):
+    a = _expand_axis(len(shape), axis)
+    return tuple(shape[:a]) + (1,) + tuple(shape[a:])
+
+
 register(OpDef(
     name="expand_dims", kernel=_expand_dims, attrs={"axis": Attr(parse_int, REQUIRED)}, kind="shape",
+    infer=lambda shapes, dtypes, axis: ([_expanded(shapes[0], axis)], [dtypes[0]]),
     grad=lambda c, g: (call("squeeze", g, axis=_expand_axis(c.inputs[0].ndim, c.attrs["axis"])),),
     test=OpTest(ref=lambda x, axis: np.expand_dims(x, axis), cases=(
         (((2, 3),), {"axis": 0}), (((2, 3),), {"axis": 2}), (((2, 3),), {"axis": -1}), (((2, 3),), {"axis": -3}),
@@ -112,6 +125,7 @@ def _squeeze(xp, x, axis):
 
 register(OpDef(
     name="squeeze", kernel=_squeeze, attrs={"axis": Attr(parse_axis, None)}, kind="shape",
+    infer=lambda shapes, dtypes, axis: ([_squeeze_shape(tuple(shapes[0]), axis)], [dtypes[0]]),
     grad=lambda c, g: (call("reshape_like", g, c.inputs[0]),),
     test=OpTest(ref=lambda x, axis: x.reshape(_squeeze_shape(x.shape, axis)), cases=(
         (((1, 2, 1),), {}), (((1, 2, 1),), {"axis": 0}), (((1, 2, 1),), {"axis": -1}),
@@ -122,7 +136,7 @@ register(OpDef(
 def _flat_shape(shape):
     if not shape:
         return (1, 1)
-    return (shape[0], int(np.prod(shape[1:])) if len(shape) > 1 else 1)
+    return (shape[0], math.prod(shape[1:]))
 
 
 def _flatten(xp, x):
@@ -131,6 +145,7 @@ def _flatten(xp, x):
 
 register(OpDef(
     name="Flatten", kernel=_flatten, aliases=("flatten",), kind="shape",
+    infer=lambda shapes, dtypes: ([_flat_shape(tuple(shapes[0]))], [dtypes[0]]),
     grad=lambda c, g: (call("reshape_like", g, c.inputs[0]),),
     test=OpTest(ref=lambda x: x.reshape(x.shape[0], -1) if x.ndim > 1 else x.reshape(-1, 1), cases=(
         (((2, 3, 4),), {}), (((3,),), {}), (((2, 3),), {}), (((2, 1, 2, 2),), {}))),
@@ -148,7 +163,7 @@ def _reshape_like_shape(lshape, rshape, lhs_begin, lhs_end, rhs_begin, rhs_end):
     lb, le = bounds(lshape, lhs_begin, lhs_end, "lhs")
     rb, re = bounds(rshape, rhs_begin, rhs_end, "rhs")
     out = tuple(lshape[:lb]) + tuple(rshape[rb:re]) + tuple(lshape[le:])
-    if int(np.prod(out)) != int(np.prod(lshape)):
+    if math.prod(out) != math.prod(lshape):
         raise ValueError(f"Cannot reshape lhs with shape {tuple(lshape)} to new shape {out} because they have "
                          "different size")
     return out
@@ -161,6 +176,7 @@ def _reshape_like(xp, lhs, rhs, lhs_begin, lhs_end, rhs_begin, rhs_end):
 _OPT_INT = optional(parse_int)
 register(OpDef(
     name="reshape_like", kernel=_reshape_like, inputs=("lhs", "rhs"), nondiff_inputs=(1,), kind="shape",
+    infer=lambda shapes, dtypes, **a: ([_reshape_like_shape(tuple(shapes[0]), tuple(shapes[1]), **a)], [dtypes[0]]),
     attrs={"lhs_begin": Attr(_OPT_INT, None), "lhs_end": Attr(_OPT_INT, None),
            "rhs_begin": Attr(_OPT_INT, None), "rhs_end": Attr(_OPT_INT, None)},
     grad=lambda c, g: (call("reshape_like", g, c.inputs[0]), None),
@@ -193,6 +209,8 @@ def _swapaxis(xp, x, dim1, dim2):
 
 register(OpDef(
     name="SwapAxis", kernel=_swapaxis, aliases=("swapaxes",), kind="shape",
+    infer=lambda shapes, dtypes, dim1, dim2: ([_permuted(shapes[0], _swap_perm(len(shapes[0]), dim1, dim2))],
+                                              [dtypes[0]]),
     attrs={"dim1": Attr(parse_int, 0), "dim2": Attr(parse_int, 0)},
     grad=lambda c, g: (call("SwapAxis", g, dim1=c.attrs["dim1"], dim2=c.attrs["dim2"]),),
     test=OpTest(ref=lambda x, dim1, dim2: np.swapaxes(x, dim1, dim2), cases=(
@@ -221,6 +239,8 @@ def _moveaxis(xp, x, source, destination):
 
 register(OpDef(
     name="moveaxis", kernel=_moveaxis, kind="shape",
+    infer=lambda shapes, dtypes, source, destination: (
+        [_permuted(shapes[0], _move_perm(len(shapes[0]), source, destination))], [dtypes[0]]),
     attrs={"source": Attr(parse_axis, REQUIRED), "destination": Attr(parse_axis, REQUIRED)},
     grad=lambda c, g: (call("transpose", g, axes=tuple(int(i) for i in np.argsort(
         _move_perm(c.inputs[0].ndim, c.attrs["source"], c.attrs["destination"])))),),
@@ -238,6 +258,11 @@ def _flip_axes(ndim, axis):
     return axes
 
 
+def _flip_infer(shapes, dtypes, axis):
+    _flip_axes(len(shapes[0]), axis)
+    return [tuple(shapes[0])], [dtypes[0]]
+
+
 def _flip(xp, x, axis):
     out = x
     for a in _flip_axes(x.ndim, axis):          # a repeated axis flips twice, as in MXNet
@@ -253,6 +278,7 @@ def _flip_ref(x, axis):
 
 register(OpDef(
     name="flip", kernel=_flip, aliases=("reverse",), attrs={"axis": Attr(parse_axis, REQUIRED)}, kind="shape",
+    infer=_flip_infer,
     grad=lambda c, g: (call("flip", g, axis=c.attrs["axis"]),),
     test=OpTest(ref=_flip_ref, cases=(
         (((2, 3, 4),), {"axis": 1}), (((2, 3, 4),), {"axis": (0, 2)}), (((3,),), {"axis": 0}),
@@ -262,10 +288,20 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # tile / repeat
-def _tile(xp, x, reps):
+def _tile_shape(shape, reps):
+    """numpy.tile's output shape: the shorter of shape and reps is padded with leading 1s."""
+    shape, reps = tuple(shape), tuple(reps)
     for r in reps:
         if r <= 0:
-            raise ValueError(f"reps {tuple(reps)} must be positive")
+            raise ValueError(f"reps {reps} must be positive")
+    n = max(len(shape), len(reps))
+    shape = (1,) * (n - len(shape)) + shape
+    reps = (1,) * (n - len(reps)) + reps
+    return check_shape(tuple(d * r for d, r in zip(shape, reps)))
+
+
+def _tile(xp, x, reps):
+    _tile_shape(x.shape, reps)
     return xp.tile(x, reps) if reps else x.copy()
 
 
@@ -285,15 +321,24 @@ def _tile_grad(c, g):
 
 register(OpDef(
     name="tile", kernel=_tile, attrs={"reps": Attr(parse_shape, REQUIRED)}, grad=_tile_grad, kind="shape",
+    infer=lambda shapes, dtypes, reps: ([_tile_shape(shapes[0], reps)], [dtypes[0]]),
     test=OpTest(ref=lambda x, reps: np.tile(x, reps), cases=(
         (((2, 3),), {"reps": (2,)}), (((2, 3),), {"reps": (2, 1, 3)}), (((2, 3),), {"reps": (2, 2)}),
         (((3,),), {"reps": ()}), (((1, 2),), {"reps": (3, 1)}))),
     doc="Repeats the whole array `reps` times per axis (numpy.tile)."))
 
 
-def _repeat(xp, x, repeats, axis):
+def _repeat_shape(shape, repeats, axis):
     if repeats < 0:
         raise ValueError("repeats cannot be a negative number")
+    if axis is None:
+        return check_shape((math.prod(shape) * repeats,))
+    a = _norm_axis(axis, len(shape))
+    return check_shape(tuple(shape[:a]) + (shape[a] * repeats,) + tuple(shape[a + 1:]))
+
+
+def _repeat(xp, x, repeats, axis):
+    _repeat_shape(x.shape, repeats, axis)
     if axis is None:
         return xp.repeat(x.reshape(-1), repeats)
     return xp.repeat(x, repeats, axis=_norm_axis(axis, x.ndim))
@@ -313,6 +358,7 @@ def _repeat_grad(c, g):
 
 register(OpDef(
     name="repeat", kernel=_repeat, grad=_repeat_grad, kind="shape",
+    infer=lambda shapes, dtypes, repeats, axis: ([_repeat_shape(shapes[0], repeats, axis)], [dtypes[0]]),
     attrs={"repeats": Attr(parse_int, REQUIRED), "axis": Attr(optional(parse_int), None)},
     test=OpTest(ref=lambda x, repeats, axis: np.repeat(x, repeats, axis=axis), cases=(
         (((2, 3),), {"repeats": 2}), (((2, 3),), {"repeats": 2, "axis": 1}), (((2, 3),), {"repeats": 3, "axis": -2}),
@@ -344,8 +390,17 @@ def _pad_pairs(x_shape, x_dtype, mode, pad_width):
     return pairs
 
 
+def _padded_shape(shape, pairs):
+    return check_shape(tuple(d + b + a for d, (b, a) in zip(shape, pairs)))
+
+
+def _pad_infer(shapes, dtypes, mode, pad_width, constant_value):
+    return [_padded_shape(shapes[0], _pad_pairs(shapes[0], dtypes[0], mode, pad_width))], [dtypes[0]]
+
+
 def _pad(xp, x, mode, pad_width, constant_value):
     pairs = _pad_pairs(x.shape, x.dtype, mode, pad_width)
+    _padded_shape(x.shape, pairs)
     if mode == "constant":
         return xp.pad(x, pairs, mode="constant", constant_values=xp.asarray(constant_value, dtype=x.dtype))
     return xp.pad(x, pairs, mode=mode)
@@ -361,9 +416,25 @@ def _pad_source_index(n, before, after, mode):
     return np.where(i >= n, period - i, i)
 
 
-def _pad_backward(xp, g, mode, pad_width, shape):
-    ndim = g.ndim
+def _pad_backward_pairs(g_shape, pad_width, shape):
+    """The (before, after) pairs of Pad's adjoint, checking that g_shape is `shape` padded by them."""
+    ndim = len(g_shape)
+    if len(shape) != ndim or len(pad_width) != 2 * ndim:
+        raise ValueError(f"gradient shape {tuple(g_shape)} does not fit shape {tuple(shape)} and pad_width "
+                         f"{tuple(pad_width)}")
     pairs = tuple((pad_width[2 * i], pad_width[2 * i + 1]) for i in range(ndim))
+    if tuple(g_shape) != tuple(d + b + a for d, (b, a) in zip(shape, pairs)):
+        raise ValueError(f"gradient shape {tuple(g_shape)} is not shape {tuple(shape)} padded by {tuple(pad_width)}")
+    return pairs
+
+
+def _pad_backward_infer(shapes, dtypes, mode, pad_width, shape):
+    _pad_backward_pairs(shapes[0], pad_width, shape)
+    return [tuple(shape)], [dtypes[0]]
+
+
+def _pad_backward(xp, g, mode, pad_width, shape):
+    pairs = _pad_backward_pairs(g.shape, pad_width, shape)
     if mode == "constant":
         key = tuple(slice(b, b + d) for (b, a), d in zip(pairs, shape))
         return g[key].copy()
@@ -392,7 +463,7 @@ def _np_pad_ref(x, mode, pad_width, constant_value):
 
 
 register(OpDef(
-    name="Pad", kernel=_pad, aliases=("pad",), attrs=_PAD_ATTRS, kind="shape",
+    name="Pad", kernel=_pad, aliases=("pad",), attrs=_PAD_ATTRS, kind="shape", infer=_pad_infer,
     grad=lambda c, g: (call("_pad_backward", g, mode=c.attrs["mode"], pad_width=c.attrs["pad_width"],
                             shape=c.inputs[0].shape),),
     test=OpTest(ref=_np_pad_ref, cases=(
@@ -405,6 +476,7 @@ register(OpDef(
         "padded; reflect padding must be smaller than the axis)."))
 register(OpDef(
     name="_pad_backward", kernel=_pad_backward, hidden=True, inputs=("grad",), kind="shape",
+    infer=_pad_backward_infer,
     attrs={"mode": _PAD_ATTRS["mode"], "pad_width": _PAD_ATTRS["pad_width"], "shape": Attr(parse_shape, REQUIRED)},
     grad=lambda c, g: (call("Pad", g, mode=c.attrs["mode"], pad_width=c.attrs["pad_width"]),),
     test=OpTest(ref=lambda g, mode, pad_width, shape: _pad_backward(np, g, mode, pad_width, shape), cases=(
@@ -416,24 +488,22 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # Concat / stack
-def _check_num_args(name, arrays, num_args):
-    if not arrays:
+def _check_num_args(name, dtypes, num_args):
+    if not dtypes:
         raise ValueError(f"{name} needs at least one input")
-    if num_args is not None and num_args != len(arrays):
-        raise ValueError(f"Operator {name} expects {num_args} inputs, but got {len(arrays)} instead")
-    same_dtype(name, *arrays)
+    if num_args is not None and num_args != len(dtypes):
+        raise ValueError(f"Operator {name} expects {num_args} inputs, but got {len(dtypes)} instead")
+    check_same_dtypes(dtypes)
+
+
+def _concat_infer(shapes, dtypes, num_args, dim):
+    _check_num_args("Concat", dtypes, num_args)
+    return [concat_shape(shapes, dim)[1]], [dtypes[0]]
 
 
 def _concat(xp, *arrays, num_args, dim):
-    _check_num_args("Concat", arrays, num_args)
-    ndim = arrays[0].ndim
-    if not -ndim <= dim < ndim:
-        raise ValueError(f"axis {dim} exceeds the input dimension of {ndim}")
-    a = dim + ndim if dim < 0 else dim
-    for x in arrays:
-        if x.ndim != ndim or x.shape[:a] != arrays[0].shape[:a] or x.shape[a + 1:] != arrays[0].shape[a + 1:]:
-            raise ValueError(f"Incompatible input shapes for concat along axis {dim}: "
-                             f"{', '.join(str(y.shape) for y in arrays)}")
+    _check_num_args("Concat", [x.dtype for x in arrays], num_args)
+    a, _ = concat_shape([x.shape for x in arrays], dim)
     return xp.concatenate(arrays, axis=a)
 
 
@@ -450,6 +520,7 @@ def _concat_grad(c, g):
 
 register(OpDef(
     name="Concat", kernel=_concat, aliases=("concat",), inputs=("data",), variadic=True, kind="shape",
+    infer=_concat_infer,
     attrs={"num_args": Attr(optional(parse_int), None, "number of inputs (filled in automatically)"),
            "dim": Attr(parse_int, 1)},
     grad=_concat_grad,
@@ -459,14 +530,18 @@ register(OpDef(
     doc="Joins arrays along `dim` (default 1)."))
 
 
+def _stack_shape(shapes, dtypes, axis, num_args):
+    _check_num_args("stack", dtypes, num_args)
+    shapes = [tuple(s) for s in shapes]
+    for s in shapes:
+        if s != shapes[0]:
+            raise ValueError(f"stack needs equal shapes, got {', '.join(str(y) for y in shapes)}")
+    a = _norm_axis(axis, len(shapes[0]) + 1)
+    return shapes[0][:a] + (len(shapes),) + shapes[0][a:]
+
+
 def _stack(xp, *arrays, axis, num_args):
-    _check_num_args("stack", arrays, num_args)
-    for x in arrays:
-        if x.shape != arrays[0].shape:
-            raise ValueError(f"stack needs equal shapes, got {', '.join(str(y.shape) for y in arrays)}")
-    ndim = arrays[0].ndim + 1
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} exceeds the input dimension of {ndim}")
+    _stack_shape([x.shape for x in arrays], [x.dtype for x in arrays], axis, num_args)
     return xp.stack(arrays, axis=axis)
 
 
@@ -481,6 +556,7 @@ def _stack_grad(c, g):
 
 register(OpDef(
     name="stack", kernel=_stack, inputs=("data",), variadic=True, kind="shape",
+    infer=lambda shapes, dtypes, axis, num_args: ([_stack_shape(shapes, dtypes, axis, num_args)], [dtypes[0]]),
     attrs={"axis": Attr(parse_int, 0), "num_args": Attr(optional(parse_int), None)},
     grad=_stack_grad,
     test=OpTest(ref=lambda *xs, axis, num_args: np.stack(xs, axis=axis), cases=(
@@ -491,33 +567,52 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # SliceChannel (split), _split_v2, split_v2
-def _split_pieces(xp, x, bounds, axis, squeeze_axis):
+def _piece_shapes(shape, bounds, axis, squeeze_axis):
+    """The shapes of the pieces [b, e) along `axis` (squeezed: that axis removed; each piece must have size 1)."""
+    shape = tuple(shape)
     out = []
     for b, e in bounds:
-        key = (slice(None),) * axis + (slice(b, e),)
-        piece = x[key]
         if squeeze_axis:
             if e - b != 1:
                 raise ValueError(f"squeeze_axis: expected axis size of 1 but got {e - b}")
-            piece = piece.reshape(piece.shape[:axis] + piece.shape[axis + 1:])   # 1-D input: 0-d, as MXNet
-        out.append(piece.copy())
+            out.append(shape[:axis] + shape[axis + 1:])            # 1-D input: 0-d, as MXNet
+        else:
+            out.append(shape[:axis] + (e - b,) + shape[axis + 1:])
+    return out
+
+
+def _split_pieces(xp, x, bounds, axis, squeeze_axis):
+    shapes = _piece_shapes(x.shape, bounds, axis, squeeze_axis)
+    out = [x[(slice(None),) * axis + (slice(b, e),)] for b, e in bounds]
+    out = [p.reshape(s).copy() if squeeze_axis else p.copy() for p, s in zip(out, shapes)]
     return tuple(out) if len(out) != 1 else out[0]
 
 
-def _slice_channel(xp, x, num_outputs, axis, squeeze_axis):
+def _slice_channel_bounds(shape, num_outputs, axis, squeeze_axis):
+    """(the normalized axis, the [begin, end) of each output along it)."""
     if num_outputs < 1:
         raise ValueError(f"num_outputs must be positive, got {num_outputs}")
-    a = _norm_axis(axis, x.ndim)
-    n = x.shape[a]
+    a = _norm_axis(axis, len(shape))
+    n = shape[a]
     if n % num_outputs:
-        raise ValueError(f"You are trying to split the {a}-th axis of input tensor with shape {x.shape} into "
+        raise ValueError(f"You are trying to split the {a}-th axis of input tensor with shape {tuple(shape)} into "
                          f"num_outputs={num_outputs} evenly sized chunks, but this is not possible because "
                          f"{num_outputs} does not evenly divide {n}")
     if squeeze_axis and n != num_outputs:
         raise ValueError(f"If squeeze axis is True, the size of the sliced axis must be the same as num_outputs. "
-                         f"Input shape={x.shape}, axis={axis}, num_outputs={num_outputs}.")
+                         f"Input shape={tuple(shape)}, axis={axis}, num_outputs={num_outputs}.")
     step = n // num_outputs
-    return _split_pieces(xp, x, [(i * step, (i + 1) * step) for i in range(num_outputs)], a, squeeze_axis)
+    return a, [(i * step, (i + 1) * step) for i in range(num_outputs)]
+
+
+def _slice_channel_infer(shapes, dtypes, num_outputs, axis, squeeze_axis):
+    a, bounds = _slice_channel_bounds(shapes[0], num_outputs, axis, squeeze_axis)
+    return _piece_shapes(shapes[0], bounds, a, squeeze_axis), [dtypes[0]] * num_outputs
+
+
+def _slice_channel(xp, x, num_outputs, axis, squeeze_axis):
+    a, bounds = _slice_channel_bounds(x.shape, num_outputs, axis, squeeze_axis)
+    return _split_pieces(xp, x, bounds, a, squeeze_axis)
 
 
 def _join_grads(c, grads, axis, squeeze_axis):
@@ -531,7 +626,7 @@ def _join_grads(c, grads, axis, squeeze_axis):
 
 
 register(OpDef(
-    name="SliceChannel", kernel=_slice_channel, aliases=("split",), kind="shape",
+    name="SliceChannel", kernel=_slice_channel, aliases=("split",), kind="shape", infer=_slice_channel_infer,
     attrs={"num_outputs": Attr(parse_int, REQUIRED), "axis": Attr(parse_int, 1),
            "squeeze_axis": Attr(parse_bool, False)},
     num_outputs=lambda a: a["num_outputs"],
@@ -570,6 +665,12 @@ def _split_v2_kernel(xp, x, indices, axis, squeeze_axis, sections):
     return _split_pieces(xp, x, _split_v2_bounds(x.shape[a], indices, sections), a, squeeze_axis)
 
 
+def _split_v2_infer(shapes, dtypes, indices, axis, squeeze_axis, sections):
+    a = _norm_axis(axis, len(shapes[0]))
+    out = _piece_shapes(shapes[0], _split_v2_bounds(shapes[0][a], indices, sections), a, squeeze_axis)
+    return out, [dtypes[0]] * len(out)
+
+
 def _split_v2_ref(x, indices, axis, squeeze_axis, sections):
     parts = np.split(x, sections if sections > 0 else list(indices[1:]), axis=axis)
     out = tuple(np.squeeze(p, axis) if squeeze_axis else p for p in parts)
@@ -577,7 +678,7 @@ def _split_v2_ref(x, indices, axis, squeeze_axis, sections):
 
 
 register(OpDef(
-    name="_split_v2", kernel=_split_v2_kernel, hidden=True, kind="shape",
+    name="_split_v2", kernel=_split_v2_kernel, hidden=True, kind="shape", infer=_split_v2_infer,
     attrs={"indices": Attr(parse_shape, REQUIRED), "axis": Attr(parse_int, 1),
            "squeeze_axis": Attr(parse_bool, False), "sections": Attr(parse_int, 0)},
     num_outputs=lambda a: a["sections"] if a["sections"] > 0 else len(a["indices"]),
@@ -601,12 +702,19 @@ def _split_v2_public(xp, x, indices_or_sections, axis, squeeze_axis):
     return _split_pieces(xp, x, _split_v2_bounds(x.shape[a], indices, sections), a, squeeze_axis)
 
 
+def _split_v2_public_infer(shapes, dtypes, indices_or_sections, axis, squeeze_axis):
+    a = _norm_axis(axis, len(shapes[0]))
+    indices, sections = _v2_attrs(shapes[0][a], indices_or_sections)
+    out = _piece_shapes(shapes[0], _split_v2_bounds(shapes[0][a], indices, sections), a, squeeze_axis)
+    return out, [dtypes[0]] * len(out)
+
+
 def _split_v2_public_grad(c, *gs):
     return _join_grads(c, gs, c.attrs["axis"], c.attrs["squeeze_axis"])
 
 
 register(OpDef(
-    name="split_v2", kernel=_split_v2_public, kind="shape",
+    name="split_v2", kernel=_split_v2_public, kind="shape", infer=_split_v2_public_infer,
     attrs={"indices_or_sections": Attr(parse_axis, REQUIRED), "axis": Attr(parse_int, 0),
            "squeeze_axis": Attr(parse_bool, False)},
     num_outputs=lambda a: (a["indices_or_sections"] if isinstance(a["indices_or_sections"], int)
@@ -644,6 +752,8 @@ def parse_opt_int_tuple(value):
 
 
 def _slice_key(ndim, begin, end, step):
+    if ndim == 0:
+        raise ValueError("slice only works for ndim > 0")
     if len(begin) != len(end):
         raise ValueError(f"begin and end must have the same length ({len(begin)} vs. {len(end)})")
     if step and len(step) != len(begin):
@@ -657,12 +767,28 @@ def _slice_key(ndim, begin, end, step):
     return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
 
 
+def slice_shape(shape, begin, end, step):
+    """The shape of slice(x, begin, end, step) for x of `shape`. MXNet's GetIndexRange clips begin and end to the
+    axis exactly as a Python slice does: a begin past the end (or an empty range) gives a size-0 axis, no error."""
+    shape = tuple(shape)
+    key = _slice_key(len(shape), begin, end, step)
+    return tuple(len(range(*k.indices(d))) for k, d in zip(key, shape)) + shape[len(key):]
+
+
 def _slice(xp, x, begin, end, step):
     return x[_slice_key(x.ndim, begin, end, step)].copy()
 
 
+def _slice_backward_check(g_shape, shape, begin, end, step):
+    region = slice_shape(shape, begin, end, step)
+    if len(g_shape) > len(region) or any(g != 1 and g != r for g, r in zip(g_shape[::-1], region[::-1])):
+        raise ValueError(f"gradient of shape {tuple(g_shape)} does not fit the sliced region {region} of shape "
+                         f"{tuple(shape)}")
+    return check_shape(shape)
+
+
 def _slice_backward(xp, g, shape, begin, end, step):
-    out = xp.zeros(tuple(shape), dtype=g.dtype)
+    out = xp.zeros(_slice_backward_check(g.shape, shape, begin, end, step), dtype=g.dtype)
     out[_slice_key(len(shape), begin, end, step)] = g
     return out
 
@@ -689,6 +815,7 @@ def _slice_ref(x, begin, end, step):
 
 register(OpDef(
     name="slice", kernel=_slice, attrs=_SLICE_ATTRS, grad=_slice_grad, kind="shape",
+    infer=lambda shapes, dtypes, begin, end, step: ([slice_shape(shapes[0], begin, end, step)], [dtypes[0]]),
     test=OpTest(ref=_slice_ref, cases=(
         (((3, 4),), {"begin": (0, 1), "end": (2, 3)}),
         (((3, 4, 2),), {"begin": (None, 1), "end": (None, None)}),
@@ -697,9 +824,12 @@ register(OpDef(
         (((3, 4),), {"begin": (0, 5), "end": (2, 6)}),
         (((3, 4),), {"begin": "(None, -10)", "end": "(None, 10)", "step": "(2, None)"}),
         (((3, 4),), {"begin": (), "end": ()}))),
-    doc="Basic slicing: begin/end/step per leading axis, None entries mean the default (Python slice rules)."))
+    doc="Basic slicing: begin/end/step per leading axis, None entries mean the default (Python slice rules, as "
+        "MXNet's: out-of-range begin/end are clipped, so a begin past the end gives a size-0 axis)."))
 register(OpDef(
     name="_slice_backward", kernel=_slice_backward, hidden=True, inputs=("grad",), kind="shape",
+    infer=lambda shapes, dtypes, shape, begin, end, step: (
+        [_slice_backward_check(shapes[0], shape, begin, end, step)], [dtypes[0]]),
     attrs={"shape": Attr(parse_shape, REQUIRED), **_SLICE_ATTRS},
     grad=lambda c, g: (call("slice", g, begin=c.attrs["begin"], end=c.attrs["end"], step=c.attrs["step"]),),
     test=OpTest(ref=lambda g, shape, begin, end, step: _slice_backward(np, g, shape, begin, end, step), cases=(
@@ -709,20 +839,31 @@ register(OpDef(
 
 
 def _slice_axis_bounds(shape, axis, begin, end):
+    """(axis, begin, end) of slice_axis, with MXNet's checks (GetSliceAxisParams): negative begin/end count from
+    the end; end may not pass the axis and begin must come before end (nothing is clipped, unlike slice); an
+    axis of size 0 slices to size 0 whatever begin and end are."""
     ndim = len(shape)
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of bounds for an array of ndim {ndim}")
     a = axis + ndim if axis < 0 else axis
     n = shape[a]
+    if n == 0:
+        return a, 0, 0
     b = begin + n if begin < 0 else begin
     e = n if end is None else (end + n if end < 0 else end)
-    if not 0 <= b < n + (n == 0):
-        raise ValueError(f"Invalid begin for begin={begin} as axis_size is {n}")
     if e > n:
         raise ValueError(f"Invalid end for end={end} as axis_size is {n}")
-    if not b < e:
-        raise ValueError(f"Invalid begin, end, get begin={begin}, end={end}")
+    if not b < e or e < 0:
+        raise ValueError(f"Invalid begin, end, get begin={begin}, end={end} (axis_size is {n})")
+    if b < 0:
+        raise ValueError(f"Invalid begin for begin={begin} as axis_size is {n}")
     return a, b, e
+
+
+def _slice_axis_infer(shapes, dtypes, axis, begin, end):
+    shape = tuple(shapes[0])
+    a, b, e = _slice_axis_bounds(shape, axis, begin, end)
+    return [shape[:a] + (e - b,) + shape[a + 1:]], [dtypes[0]]
 
 
 def _slice_axis(xp, x, axis, begin, end):
@@ -739,13 +880,14 @@ def _slice_axis_grad(c, g):
 
 
 register(OpDef(
-    name="slice_axis", kernel=_slice_axis, grad=_slice_axis_grad, kind="shape",
+    name="slice_axis", kernel=_slice_axis, grad=_slice_axis_grad, kind="shape", infer=_slice_axis_infer,
     attrs={"axis": Attr(parse_int, REQUIRED), "begin": Attr(parse_int, REQUIRED),
            "end": Attr(optional(parse_int), REQUIRED)},
     test=OpTest(ref=lambda x, axis, begin, end: np.take(x, np.arange(x.shape[axis])[begin:end], axis=axis), cases=(
         (((3, 4),), {"axis": 1, "begin": 1, "end": 3}), (((3, 4),), {"axis": 0, "begin": 1, "end": None}),
         (((2, 3, 4),), {"axis": -1, "begin": -3, "end": -1}), (((2, 3, 4),), {"axis": 1, "begin": 0, "end": 1}))),
-    doc="Slices [begin, end) along one axis; end=None means the axis' end; needs begin < end <= size."))
+    doc="Slices [begin, end) along one axis; end=None means the axis' end; needs begin < end <= size (an empty "
+        "axis stays empty), as MXNet."))
 
 
 def _slice_like_key(shape, like_shape, axes):
@@ -770,6 +912,11 @@ def _slice_like(xp, x, like, axes):
     return x[_slice_like_key(x.shape, like.shape, axes)].copy()
 
 
+def _slice_like_infer(shapes, dtypes, axes):
+    key = _slice_like_key(tuple(shapes[0]), tuple(shapes[1]), axes)
+    return [tuple(d if k.stop is None else k.stop for k, d in zip(key, shapes[0]))], [dtypes[0]]
+
+
 def _slice_like_grad(c, g):
     x, like = c.inputs
     key = _slice_like_key(x.shape, like.shape, c.attrs["axes"])
@@ -779,7 +926,7 @@ def _slice_like_grad(c, g):
 
 register(OpDef(
     name="slice_like", kernel=_slice_like, inputs=("data", "shape_like"), nondiff_inputs=(1,), kind="shape",
-    attrs={"axes": Attr(parse_shape, ())}, grad=_slice_like_grad,
+    attrs={"axes": Attr(parse_shape, ())}, grad=_slice_like_grad, infer=_slice_like_infer,
     test=OpTest(ref=lambda x, like, axes: x[tuple(slice(0, like.shape[i]) if not axes or i in
                                                   [a % x.ndim for a in axes] else slice(None)
                                                   for i in range(x.ndim))], cases=(
@@ -790,31 +937,43 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # depth_to_space / space_to_depth (DCR layout, as MXNet)
-def _check_block(x, b, name):
-    if x.ndim != 4:
-        raise ValueError(f"Operation {name} requires exactly 4D tensor, got {x.ndim}-D")
+def _check_block(shape, b, name):
+    if len(shape) != 4:
+        raise ValueError(f"Operation {name} requires exactly 4D tensor, got {len(shape)}-D")
     if b <= 0:
         raise ValueError("block_size must be a positive integer value")
 
 
-def _depth_to_space(xp, x, block_size):
-    b = block_size
-    _check_block(x, b, "Depth To Space")
-    n, c, h, w = x.shape
+def _d2s_shape(shape, b):
+    _check_block(shape, b, "Depth To Space")
+    n, c, h, w = shape
     if c % (b * b):
         raise ValueError(f"Dimension 1 (depth, {c}) should be a multiple of block_size^2 = {b * b}")
+    return (n, c // (b * b), h * b, w * b)
+
+
+def _s2d_shape(shape, b):
+    _check_block(shape, b, "Space To Depth")
+    n, c, h, w = shape
+    if h % b or w % b:
+        raise ValueError(f"Dimensions 2 and 3 ({h}, {w}) should be multiples of block_size {b}")
+    return (n, c * b * b, h // b, w // b)
+
+
+def _depth_to_space(xp, x, block_size):
+    b = block_size
+    out = _d2s_shape(x.shape, b)
+    n, c, h, w = x.shape
     y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
-    return xp.ascontiguousarray(y).reshape(n, c // (b * b), h * b, w * b)
+    return xp.ascontiguousarray(y).reshape(out)
 
 
 def _space_to_depth(xp, x, block_size):
     b = block_size
-    _check_block(x, b, "Space To Depth")
+    out = _s2d_shape(x.shape, b)
     n, c, h, w = x.shape
-    if h % b or w % b:
-        raise ValueError(f"Dimensions 2 and 3 ({h}, {w}) should be multiples of block_size {b}")
     y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
-    return xp.ascontiguousarray(y).reshape(n, c * b * b, h // b, w // b)
+    return xp.ascontiguousarray(y).reshape(out)
 
 
 def _d2s_ref(x, block_size):
@@ -840,12 +999,14 @@ def _s2d_ref(x, block_size):
 _BLOCK = {"block_size": Attr(parse_int, REQUIRED)}
 register(OpDef(
     name="depth_to_space", kernel=_depth_to_space, attrs=_BLOCK, kind="shape",
+    infer=lambda shapes, dtypes, block_size: ([_d2s_shape(tuple(shapes[0]), block_size)], [dtypes[0]]),
     grad=lambda c, g: (call("space_to_depth", g, block_size=c.attrs["block_size"]),),
     test=OpTest(ref=_d2s_ref, cases=((((1, 8, 2, 3),), {"block_size": 2}), (((2, 9, 1, 2),), {"block_size": 3}),
                                      (((1, 3, 2, 2),), {"block_size": 1}))),
     doc="Moves depth blocks into spatial blocks (DCR ordering, as MXNet)."))
 register(OpDef(
     name="space_to_depth", kernel=_space_to_depth, attrs=_BLOCK, kind="shape",
+    infer=lambda shapes, dtypes, block_size: ([_s2d_shape(tuple(shapes[0]), block_size)], [dtypes[0]]),
     grad=lambda c, g: (call("depth_to_space", g, block_size=c.attrs["block_size"]),),
     test=OpTest(ref=_s2d_ref, cases=((((1, 2, 4, 6),), {"block_size": 2}), (((2, 1, 3, 6),), {"block_size": 3}))),
     doc="Inverse of depth_to_space."))
@@ -855,12 +1016,13 @@ register(OpDef(
 # shape_array / size_array
 register(OpDef(
     name="shape_array", kernel=lambda xp, x: xp.asarray(x.shape if x.ndim else (), dtype=np.int64).reshape(-1),
-    differentiable=False, kind="shape",
+    differentiable=False, kind="shape", infer=lambda shapes, dtypes: ([(len(shapes[0]),)], [np.dtype(np.int64)]),
     test=OpTest(ref=lambda x: np.array(x.shape, dtype=np.int64), cases=(
         (((2, 3, 4),), {}), (((5,),), {}), (((0, 3),), {})), grad=False, grad2=False),
     doc="The input's shape as an int64 1-D array."))
 register(OpDef(
     name="size_array", kernel=lambda xp, x: xp.asarray([x.size], dtype=np.int64), differentiable=False, kind="shape",
+    infer=lambda shapes, dtypes: ([(1,)], [np.dtype(np.int64)]),
     test=OpTest(ref=lambda x: np.array([x.size], dtype=np.int64), cases=((((2, 3, 4),), {}), (((0, 3),), {})),
                 grad=False, grad2=False),
     doc="The input's number of elements as an int64 array of shape (1,)."))
@@ -877,17 +1039,36 @@ def _diag_axes(ndim, k, axis1, axis2, shape):
     return a1, a2
 
 
-def _diag(xp, x, k, axis1, axis2):
-    if x.ndim == 0:
+def _diag_shape(shape, k, axis1, axis2):
+    """1-D input: the (n + |k|, n + |k|) matrix; otherwise the other axes, then the length of diagonal k."""
+    shape = tuple(shape)
+    if not shape:
         raise ValueError("diag needs an input with at least one dimension")
+    if len(shape) == 1:
+        n = shape[0] + abs(k)
+        return check_shape((n, n))
+    a1, a2 = _diag_axes(len(shape), k, axis1, axis2, shape)
+    length = max(0, min(shape[a1], shape[a2] - k) if k >= 0 else min(shape[a1] + k, shape[a2]))
+    return tuple(d for i, d in enumerate(shape) if i not in (a1, a2)) + (length,)
+
+
+def _diag(xp, x, k, axis1, axis2):
+    _diag_shape(x.shape, k, axis1, axis2)
     if x.ndim == 1:
         return xp.diag(x, k)
     a1, a2 = _diag_axes(x.ndim, k, axis1, axis2, x.shape)
     return xp.ascontiguousarray(xp.diagonal(x, k, a1, a2))
 
 
+def _diag_backward_check(g_shape, shape, k, axis1, axis2):
+    if len(shape) < 2 or tuple(g_shape) != _diag_shape(shape, k, axis1, axis2):
+        raise ValueError(f"gradient of shape {tuple(g_shape)} is not the diagonal {k} of shape {tuple(shape)} "
+                         f"over axes {axis1}, {axis2}")
+    return check_shape(shape)
+
+
 def _diag_backward(xp, g, shape, k, axis1, axis2):
-    out = xp.zeros(tuple(shape), dtype=g.dtype)
+    out = xp.zeros(_diag_backward_check(g.shape, shape, k, axis1, axis2), dtype=g.dtype)
     a1, a2 = _norm_axis(axis1, len(shape)), _norm_axis(axis2, len(shape))
     view = xp.moveaxis(out, (a1, a2), (-2, -1))
     i = xp.arange(g.shape[-1])
@@ -905,6 +1086,7 @@ def _diag_grad(c, g):
 _DIAG_ATTRS = {"k": Attr(parse_int, 0), "axis1": Attr(parse_int, 0), "axis2": Attr(parse_int, 1)}
 register(OpDef(
     name="diag", kernel=_diag, attrs=_DIAG_ATTRS, grad=_diag_grad, kind="shape",
+    infer=lambda shapes, dtypes, k, axis1, axis2: ([_diag_shape(shapes[0], k, axis1, axis2)], [dtypes[0]]),
     test=OpTest(ref=lambda x, k, axis1, axis2: np.diag(x, k) if x.ndim == 1 else np.diagonal(x, k, axis1, axis2),
                 cases=((((3,),), {}), (((3,),), {"k": 1}), (((3,),), {"k": -2}), (((3, 4),), {}),
                        (((3, 4),), {"k": -1}), (((3, 4),), {"k": 3}), (((2, 3, 4),), {"k": 1}),
@@ -913,6 +1095,8 @@ register(OpDef(
         "(numpy.diagonal layout: the diagonal becomes the last axis)."))
 register(OpDef(
     name="_diag_backward", kernel=_diag_backward, hidden=True, inputs=("grad",), kind="shape",
+    infer=lambda shapes, dtypes, shape, k, axis1, axis2: (
+        [_diag_backward_check(shapes[0], shape, k, axis1, axis2)], [dtypes[0]]),
     attrs={"shape": Attr(parse_shape, REQUIRED), **_DIAG_ATTRS},
     grad=lambda c, g: (call("diag", g, k=c.attrs["k"], axis1=c.attrs["axis1"], axis2=c.attrs["axis2"]),),
     test=OpTest(ref=lambda g, shape, k, axis1, axis2: _diag_backward(np, g, shape, k, axis1, axis2), cases=(
@@ -938,7 +1122,7 @@ def _clip_grad(c, g):
 
 register(OpDef(
     name="clip", kernel=_clip, attrs={"a_min": Attr(parse_float, REQUIRED), "a_max": Attr(parse_float, REQUIRED)},
-    grad=_clip_grad, kind="unary",
+    grad=_clip_grad, kind="unary", infer=infer_same,
     test=OpTest(ref=lambda x, a_min, a_max: np.clip(x, a_min, a_max), recipe="unary",
                 recipe_attrs=({"a_min": -0.55, "a_max": 0.65}, {"a_min": 0.0, "a_max": 10.0}),
                 cases=((((3, 4),), {"a_min": -1.05, "a_max": 1.05}),)),

@@ -4,6 +4,8 @@ Sorts are stable in both directions (ties keep their original order, as MXNet's 
 flattens the input first. Index outputs are float32 unless `dtype` says otherwise and carry no gradient; value
 outputs are differentiable: the gradient scatters back through the (hidden) indices with `_put_along_axis_add`.
 """
+import math
+
 import numpy as np
 
 from .attrs import Attr, choice, optional, parse_bool, parse_dtype, parse_int
@@ -13,15 +15,22 @@ from .registry import OpDef, OpTest, register
 _IDX_DTYPE = Attr(parse_dtype, np.dtype(np.float32))
 
 
+def _flat_shape(shape, axis):
+    """(shape, axis) of what is sorted: axis=None means the flattened array."""
+    shape = tuple(shape)
+    if axis is None:
+        return (math.prod(shape),), 0
+    if not shape:
+        raise ValueError("cannot sort a 0-d array along an axis")
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"axis {axis} is out of range for a {len(shape)}-d input")
+    return shape, axis % len(shape)
+
+
 def _flat(data, axis):
     """(array, axis) with axis=None meaning the flattened array."""
-    if axis is None:
-        return data.reshape(-1), 0
-    if data.ndim == 0:
-        raise ValueError("cannot sort a 0-d array along an axis")
-    if not -data.ndim <= axis < data.ndim:
-        raise ValueError(f"axis {axis} is out of range for a {data.ndim}-d input")
-    return data, axis % data.ndim
+    shape, ax = _flat_shape(data.shape, axis)
+    return data.reshape(shape), ax
 
 
 def _stable_argsort(xp, x, axis, ascend):
@@ -64,6 +73,8 @@ def _ref_sort(data, axis, is_ascend):
 
 register(OpDef(
     name="sort", kernel=_sort, num_outputs=2, num_visible=1, grad=_sort_grad,
+    infer=lambda shapes, dtypes, axis, is_ascend: ([_flat_shape(shapes[0], axis)[0]] * 2,
+                                                   [dtypes[0], np.dtype(np.float32)]),
     attrs={"axis": Attr(optional(parse_int), -1), "is_ascend": Attr(parse_bool, True)},
     test=OpTest(ref=_ref_sort, cases=(
         (((3, 5),), {}), (((3, 5),), {"axis": 0, "is_ascend": False}), (((2, 3, 4),), {"axis": None}),
@@ -91,6 +102,7 @@ def _ref_argsort(data, axis, is_ascend, dtype):
 
 register(OpDef(
     name="argsort", kernel=_argsort, differentiable=False,
+    infer=lambda shapes, dtypes, axis, is_ascend, dtype: ([_flat_shape(shapes[0], axis)[0]], [dtype]),
     attrs={"axis": Attr(optional(parse_int), -1), "is_ascend": Attr(parse_bool, True), "dtype": _IDX_DTYPE},
     test=OpTest(ref=_ref_argsort, grad=False, grad2=False, cases=(
         (((3, 5),), {}), (((3, 5),), {"axis": 0, "is_ascend": False}), (((2, 3, 4),), {"axis": None}),
@@ -98,13 +110,28 @@ register(OpDef(
     doc="Indices that sort data along axis (float32 unless dtype is given)."))
 
 
-def _topk_parts(xp, data, axis, k, is_ascend):
-    x, ax = _flat(data, axis)
-    n = x.shape[ax]
+def _topk_k(shape, axis, k):
+    """(the shape sorted, its axis, the number of entries kept: k, or all when k <= 0)."""
+    shape, ax = _flat_shape(shape, axis)
+    n = shape[ax]
     if k > n:
         raise ValueError(f"k must be smaller than {n}, get k = {k}")
-    if k <= 0:
-        k = n
+    return shape, ax, (n if k <= 0 else k)
+
+
+def _topk_infer(shapes, dtypes, axis, k, ret_typ, is_ascend, dtype):
+    shape, ax, k = _topk_k(shapes[0], axis, k)
+    if ret_typ == "mask":
+        return [tuple(shapes[0])], [dtypes[0]]
+    kept = shape[:ax] + (k,) + shape[ax + 1:]
+    if ret_typ == "indices":
+        return [kept], [dtype]
+    return [kept, kept], [dtypes[0], dtype]
+
+
+def _topk_parts(xp, data, axis, k, is_ascend):
+    x, ax = _flat(data, axis)
+    _, _, k = _topk_k(data.shape, axis, k)
     idx = _stable_argsort(xp, x, ax, is_ascend)
     sl = [slice(None)] * x.ndim
     sl[ax] = slice(0, k)
@@ -157,6 +184,7 @@ def _ref_topk(data, axis, k, ret_typ, is_ascend, dtype):
 
 register(OpDef(
     name="topk", kernel=_topk, num_outputs=_topk_outputs, num_visible=_topk_visible, grad=_topk_grad,
+    infer=_topk_infer,
     attrs={"axis": Attr(optional(parse_int), -1), "k": Attr(parse_int, 1),
            "ret_typ": Attr(choice("both", "indices", "mask", "value"), "indices"),
            "is_ascend": Attr(parse_bool, False), "dtype": _IDX_DTYPE},

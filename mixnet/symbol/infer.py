@@ -1,9 +1,19 @@
 """Shape and dtype inference over a graph.
 
-Forward inference uses the registry (`mixnet.ops.common.infer`). Parameter shapes are inferred backwards from the
-data input by the small per-op rules below (MXNet's ops do this in their C++ shape functions); a `0` in a declared
-`__shape__` or in a creation op's `shape` (RNN begin states `(L, 0, H)`) means an unknown dimension.
+Forward inference uses the registry (`mixnet.ops.common.infer`: each op's pure `infer`, shapes from shapes, no
+kernel runs). Parameter shapes are inferred backwards from the data input by the small per-op rules below (MXNet's
+ops do this in their C++ shape functions); a `0` in a declared `__shape__` or in a creation op's `shape` (RNN begin
+states `(L, 0, H)`) means an unknown dimension (so does a `-1` in a declared `__shape__`, as MXNet's np-shape
+files write it). A given or declared shape with a negative dimension, or more elements than MIXNET_MAX_ELEMENTS,
+is refused.
+
+Control-flow nodes hold subgraphs, inferred through `infer_subgraph`. Within one top-level inference each subgraph
+is inferred once per distinct set of input shapes and dtypes (a memo), and a node's parameter rule runs only
+while some input is unknown, so nested loops cost time linear in the size of the graph, not exponential in the
+depth of the nesting.
 """
+import contextvars
+
 import numpy as np
 
 from ..base import MXNetError
@@ -11,7 +21,11 @@ from ..ops import common
 from ..serialization import DTYPE_CODES
 from ..ops.attrs import parse_shape
 
-__all__ = ["infer_graph", "known"]
+__all__ = ["infer_graph", "infer_subgraph", "known"]
+
+# {(id(subgraph), input shapes, input dtypes, partial): result} for the top-level inference running in this
+# context (None outside one)
+_MEMO = contextvars.ContextVar("mixnet_infer_memo", default=None)
 
 
 def known(shape):
@@ -100,14 +114,13 @@ def _control_flow(op_name):
         out = {}
         n_step = len(a["in_data_locs"]) if op_name == "_foreach" else 0
         for graph, slots in feeds(op_name, a):
-            nodes = graph._nodes()
             names = graph.list_inputs()
             given = {}
             for name, slot in zip(names, slots):
                 if slot < len(s) and s[slot] is not None:
                     given[name] = (tuple(s[slot][1:]) or (1,)) if slot < n_step else s[slot]
-            eshape, _ = infer_graph(nodes, given, {}, True)
-            variables = {n.name: n for n in nodes if n.op is None}
+            eshape, _ = infer_subgraph(graph, given, {}, True)
+            variables = {n.name: n for n in graph._nodes() if n.op is None}
             for name, slot in zip(names, slots):
                 shape = eshape.get((id(variables[name]), 0))
                 if slot >= n_step and known(shape):
@@ -137,18 +150,42 @@ PARAM_RULES = {
 _DTYPE_ATTR_OPS = frozenset(("Cast", "cast", "Embedding", "one_hot", "argmax", "argmin", "topk", "argsort"))
 
 
-def _creation_shape(node):
-    return tuple(node.attrs.get("shape", ()))
-
-
 def _var_shape(node):
     text = node.raw.get("__shape__")
     if text is None:
         return None
     try:
-        return parse_shape(text)
+        shape = parse_shape(text)
     except ValueError:
         raise MXNetError(f"variable {node.name!r}: bad __shape__ {text!r}") from None
+    return common.check_shape(tuple(0 if d == -1 else d for d in shape), f"variable {node.name!r}: __shape__")
+
+
+def _node_infer(node, ins, din):
+    """common.infer for one node, its errors naming the node and its user line."""
+    try:
+        return common.infer(node.op, ins, din, node.attrs)
+    except MXNetError as err:
+        where = f" (created at {node.location})" if node.location else ""
+        raise MXNetError(f"infer_shape error in node {node.name!r}{where}: {err}") from None
+
+
+def _freeze(values, dtype=False):
+    return tuple(sorted((k, np.dtype(v).str if dtype else tuple(v)) for k, v in values.items() if v is not None))
+
+
+def infer_subgraph(graph, shapes, dtypes, partial):
+    """infer_graph over the nodes of a subgraph Symbol, given {input name: shape} and {input name: dtype}. Within
+    one top-level inference, a subgraph given the same input shapes and dtypes is inferred once; the result is
+    shared, so callers must not change it."""
+    key = (id(graph), _freeze(shapes), _freeze(dtypes, True), partial)
+    memo = _MEMO.get()
+    if memo is not None and key in memo:
+        return memo[key]
+    result = infer_graph(graph._nodes(), shapes, dtypes, partial)
+    if memo is not None:
+        memo[key] = result
+    return result
 
 
 def _var_dtype(node):
@@ -168,14 +205,22 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
     (entry_shapes, entry_dtypes) keyed by (id(node), index); unknown ones are missing. With partial=True, unknown
     dtypes are stood in for by their neighbours' (or float32) so shapes can still be inferred. Raises MXNetError for
     inconsistent shapes (naming the node and its user line)."""
-    shapes = shapes or {}
-    dtypes = dtypes or {}
+    if _MEMO.get() is not None:
+        return _infer_nodes(nodes, shapes or {}, dtypes or {}, partial)
+    token = _MEMO.set({})
+    try:
+        return _infer_nodes(nodes, shapes or {}, dtypes or {}, partial)
+    finally:
+        _MEMO.reset(token)
+
+
+def _infer_nodes(nodes, shapes, dtypes, partial):
     eshape, edtype = {}, {}
     for node in nodes:
         if node.op is None:
             s = _var_shape(node)
             if node.name in shapes and shapes[node.name] is not None:
-                given = tuple(shapes[node.name])
+                given = common.check_shape(shapes[node.name], f"infer_shape: variable {node.name!r}")
                 merged = _merge(s, given) if s is not None else given
                 if merged is None:
                     raise MXNetError(f"infer_shape: shape {given} given for {node.name!r} does not match its "
@@ -187,9 +232,10 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
             d = np.dtype(d) if d is not None else _var_dtype(node)
             if d is not None:
                 edtype[(id(node), 0)] = d
-        elif node.op.creates:
-            eshape[(id(node), 0)] = _creation_shape(node)
-            edtype[(id(node), 0)] = np.dtype(node.attrs.get("dtype") or np.float32)
+        elif node.op.creates:              # a 0 in its shape attribute stays an unknown dimension
+            (eshape[(id(node), 0)],), (d,) = _node_infer(node, [], [])
+            edtype[(id(node), 0)] = np.dtype(d)
+    ruled = {}                               # id(node) -> the input shapes its parameter rule last saw
     for _ in range(3):                       # parameter rules can fill values used earlier in the order
         changed = False
         for node in nodes:
@@ -198,7 +244,9 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
             ins = [eshape.get((id(src), idx)) for src, idx in node.inputs]
             ins = [s if s is not None and known(s) else None for s in ins]
             rule = PARAM_RULES.get(node.op.name)
-            if rule is not None:
+            # a rule only fills unknown inputs, and gives the same answer for the same known ones
+            if rule is not None and None in ins and ruled.get(id(node)) != ins:
+                ruled[id(node)] = list(ins)
                 for slot, shape in rule(node.attrs, ins).items():
                     if slot >= len(node.inputs):
                         continue
@@ -235,11 +283,7 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
                     edtype[(id(node), 0)] = np.dtype(d) if d is not None else first
                     changed = True
                 continue
-            try:
-                out_shapes, out_dtypes = common.infer(node.op, ins, din, node.attrs)
-            except MXNetError as err:
-                where = f" (created at {node.location})" if node.location else ""
-                raise MXNetError(f"infer_shape error in node {node.name!r}{where}: {err}") from None
+            out_shapes, out_dtypes = _node_infer(node, ins, din)
             for i, (s, d) in enumerate(zip(out_shapes, out_dtypes)):
                 eshape[(id(node), i)] = tuple(s)
                 edtype[(id(node), i)] = np.dtype(d)

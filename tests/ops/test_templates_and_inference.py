@@ -2,18 +2,21 @@
 
 * the scalar template of each elementwise op, rendered with numpy functions, computes what the kernel computes
   (the fusion code generator renders the same templates; this is the "fused vs unfused" check's reference);
-* shape/dtype inference (OpDef.infer, or the stride-0 fallback) predicts the eager outputs, and explains bad
-  input with an MXNetError naming the op.
+* shape/dtype inference (every OpDef's pure `infer`) predicts every output the eager kernel makes, hidden ones
+  included, for each case and recipe draw of the op's tests, and explains bad input with an MXNetError naming the
+  op.
 """
 import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import mixnet as mx
-from mixnet.ops import common, registry
+from mixnet._mode import Mode
+from mixnet.ops import common, dispatch, registry
 
-from .recipes import make_inputs
+from .recipes import make_inputs, recipe_cases
 
 # The template vocabulary and its meaning, in numpy terms (the code generators map the same names).
 VOCAB = {
@@ -65,22 +68,46 @@ def test_template_matches_kernel(op):
                                atol=1e-9, err_msg=f"{op.name}: template {op.scalar!r}")
 
 
-CASE_OPS = [op for op in registry.all_ops()
-            if op.test is not None and op.test.cases and not op.test.random and not op.dynamic_shape]
+INFER_OPS = [op for op in registry.all_ops() if op.test is not None and not op.dynamic_shape]
 
 
-@pytest.mark.parametrize("op", CASE_OPS, ids=lambda op: op.name)
-def test_inference_predicts_eager_outputs(op):
+def _kernel_outputs(op, arrays, attrs):
+    """Every output of the op's kernel (hidden ones too) as the dispatch door runs it, in training mode."""
+    ctx = mx.cpu()
+    if op.creates and "ctx" in op.attrs:
+        attrs = dict(attrs, ctx=ctx)
+    out = dispatch.run_kernel(op, np, arrays, attrs, Mode(training=True), ctx)
+    return out if isinstance(out, tuple) else (out,)
+
+
+def check_inference(op, shapes, attrs, seed):
+    arrays = make_inputs(op.test, shapes, seed)
+    parsed = op.parse(attrs)
+    outs = _kernel_outputs(op, arrays, parsed)
+    shapes_out, dtypes_out = common.infer(op, [a.shape for a in arrays], [a.dtype for a in arrays], parsed)
+    assert len(shapes_out) == len(dtypes_out) == op.n_outputs(parsed) == len(outs), f"{op.name} {attrs}"
+    assert [tuple(s) for s in shapes_out] == [o.shape for o in outs], f"{op.name} {attrs}: {shapes}"
+    assert [np.dtype(d) for d in dtypes_out] == [o.dtype for o in outs], f"{op.name} {attrs}: {shapes}"
+
+
+@pytest.mark.parametrize("op", INFER_OPS, ids=lambda op: op.name)
+@settings(max_examples=8, deadline=None)
+@given(data=st.data())
+def test_inference_predicts_every_eager_output(op, data):
     for k, (shapes, attrs) in enumerate(op.test.cases):
-        arrays = make_inputs(op.test, shapes, seed=k)
-        parsed = op.parse(attrs)
-        with mx.autograd.train_mode():
-            out = mx.nd.ndarray._op_call(op.name, tuple(mx.nd.array(a, dtype=a.dtype) for a in arrays), parsed)
-        outs = out if isinstance(out, tuple) else (out,)
-        shapes_out, dtypes_out = common.infer(op, [a.shape for a in arrays], [a.dtype for a in arrays], parsed)
-        visible = len(outs)
-        assert [tuple(s) for s in shapes_out[:visible]] == [o.shape for o in outs], f"{op.name} {attrs}"
-        assert [np.dtype(d) for d in dtypes_out[:visible]] == [np.dtype(o.dtype) for o in outs], f"{op.name}"
+        check_inference(op, shapes, attrs, seed=k)
+    if op.test.recipe is not None:
+        shapes, attrs = data.draw(recipe_cases(op.test))
+        check_inference(op, shapes, attrs, seed=data.draw(st.integers(0, 2 ** 16)))
+
+
+def test_every_op_declares_a_pure_infer():
+    missing = [op.name for op in registry.all_ops() if op.infer is None]
+    assert not missing, f"ops without infer: {missing}"
+    assert not hasattr(common, "infer_by_running")
+    with pytest.raises(mx.MXNetError, match="declares no infer"):
+        registry.register(registry.OpDef(name="_test_no_infer", kernel=lambda xp, x: x))
+    assert registry.find("_test_no_infer") is None
 
 
 def test_dynamic_shape_ops_say_so():
