@@ -252,6 +252,22 @@ class Kernel:
                 self._ready.add(variant)
         return getattr(self.module, variant)
 
+    def _launch(self, n, *arrays):
+        """Runs the variant for n elements on the flat arrays. Numba's 'workqueue' threading layer (its fallback
+        when neither OpenMP nor TBB loads) aborts the whole process when two threads run parallel kernels at once,
+        so under it parallel kernels take turns. Which layer Numba uses is known only once its first parallel
+        kernel has run, so that first one takes the turn too."""
+        variant = self.variant_for(n)
+        fn = self.ensure_compiled(variant)
+        if variant == "serial" or _PARALLEL_ALONE[0] is False:
+            fn(n, *arrays)
+            return
+        with _PARALLEL_TURN:
+            fn(n, *arrays)
+            if _PARALLEL_ALONE[0] is None:
+                import numba
+                _PARALLEL_ALONE[0] = numba.threading_layer() == "workqueue"
+
     def _flat_inputs(self, inputs):
         if len(inputs) != self.n_inputs:
             raise TypeError(f"kernel takes {self.n_inputs} inputs, got {len(inputs)}")
@@ -281,8 +297,7 @@ class Kernel:
                 if o.shape != shape or o.dtype != self.dtype:
                     raise ValueError(f"out= must be {self.dtype} of shape {shape}, got {o.dtype} {o.shape}")
         targets = [o if o.flags.c_contiguous else np.empty(shape, self.dtype) for o in outs]
-        fn = self.ensure_compiled(self.variant_for(n))
-        fn(n, *flat, *(t.reshape(-1) for t in targets))
+        self._launch(n, *flat, *(t.reshape(-1) for t in targets))
         for o, t in zip(outs, targets):
             if o is not t:
                 o[...] = t
@@ -291,6 +306,8 @@ class Kernel:
 
 _kernels = {}
 _kernels_lock = threading.Lock()
+_PARALLEL_TURN = threading.Lock()
+_PARALLEL_ALONE = [None]     # must parallel kernels run one at a time (Kernel._launch)? None: not known yet
 
 
 def signature(dtype, n_arrays):

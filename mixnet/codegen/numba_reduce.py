@@ -259,8 +259,7 @@ class ReduceKernel(Kernel):
         # accumulates, so it then writes to a fresh array.
         direct = out.flags.c_contiguous and not any(np.may_share_memory(out, f) for f in flat)
         target = out if direct else np.empty(out.shape, self.dtype)
-        fn = self.ensure_compiled(self.variant_for(n))
-        fn(n, *flat, target.reshape(-1))
+        self._launch(n, *flat, target.reshape(-1))
         if target is not out:
             out[...] = target
         return out

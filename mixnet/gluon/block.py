@@ -396,6 +396,7 @@ class HybridBlock(Block):
         self._active = False
         self._flags = {}
         self._cached_graphs = {}
+        self._trace_lock = threading.RLock()     # one trace per new signature when threads call at once
         self._last_graph = None
         self._checks_left = 0
 
@@ -412,7 +413,11 @@ class HybridBlock(Block):
         for MXNet compatibility (every signature is already planned once).
 
         check=True (or an int n; env MIXNET_HYBRIDIZE_CHECK=1): the first n calls (default 2) also run eagerly
-        and compare op by op, forward and gradients, raising HybridizeCheckError at the first divergence."""
+        and compare op by op, forward and gradients, raising HybridizeCheckError at the first divergence.
+
+        Threads: a hybridized block may be called from several threads at once (each call of a static_alloc
+        plan gets a planned buffer set of its own; a new signature is traced once). Concurrent backward passes
+        into the same parameters' gradients are not supported (gluon/cached_op.py, "Threads")."""
         if check is None:
             check = config.HYBRIDIZE_CHECK
         self._checks_left = (2 if check is True else int(check)) if check else 0

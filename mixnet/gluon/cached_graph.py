@@ -8,6 +8,7 @@ straight-line code). Python control flow on traced values fails at the user's li
 contrib.cond / foreach / while_loop.
 """
 import contextvars
+import threading
 import warnings
 
 import numpy as np
@@ -152,20 +153,26 @@ class CachedGraph:
         self.mirror = bool(flags.get("mirror", config.MIRROR))
         self._inference = None
         self._training = {}
+        self._building = threading.Lock()      # threads making a plan's first call at once build it once
 
     @property
     def inference(self):
         if self._inference is None:
-            self._inference = cached_op.InferencePlan(self.plan, self.names, self.shapes, self.dtypes, self.ctx,
-                                                      self.fusion, self.static_alloc)
+            with self._building:
+                if self._inference is None:
+                    self._inference = cached_op.InferencePlan(self.plan, self.names, self.shapes, self.dtypes,
+                                                              self.ctx, self.fusion, self.static_alloc)
         return self._inference
 
     def training(self, mask):
         plan = self._training.get(mask)
         if plan is None:
-            plan = self._training[mask] = cached_op.TrainingPlan(self.plan, self.names, mask, self.shapes,
-                                                                 self.dtypes, self.ctx, self.is_train, self.fusion,
-                                                                 self.static_alloc, self.mirror)
+            with self._building:
+                plan = self._training.get(mask)
+                if plan is None:
+                    plan = self._training[mask] = cached_op.TrainingPlan(
+                        self.plan, self.names, mask, self.shapes, self.dtypes, self.ctx, self.is_train,
+                        self.fusion, self.static_alloc, self.mirror)
         return plan
 
     def _inputs(self, flat):
@@ -218,7 +225,10 @@ def _eager(block, args):
 
 
 def call_hybridized(block, args):
-    """Runs a hybridized block on NDArray args: trace on a new signature, then run the cached graph."""
+    """Runs a hybridized block on NDArray args: trace on a new signature, then run the cached graph.
+
+    Threads: a new signature is traced under the block's lock, so threads making the same first call at once
+    trace (and, with deferred shapes, initialize the parameters) once; the others wait and run that graph."""
     if has_hooks_below(block):
         if not getattr(block, "_warned_hooks", False):
             warnings.warn(f"{type(block).__name__} {block.name!r}: a child block has forward hooks, so the block "
@@ -228,11 +238,22 @@ def call_hybridized(block, args):
     flat, structure = flatten(args)
     key = signature(flat, structure)
     graph = block._cached_graphs.get(key)
-    if graph is not None:
-        if block._checks_left > 0:
-            block._checks_left -= 1
-            return checked_call(block, graph, args, flat, _eager)
-        return graph.run(block, flat)
+    if graph is None:
+        with block._trace_lock:
+            graph = block._cached_graphs.get(key)
+            if graph is None:
+                graph, first_result = _trace(block, args, key)
+                if first_result is not None:
+                    return first_result
+    if block._checks_left > 0:
+        block._checks_left -= 1
+        return checked_call(block, graph, args, flat, _eager)
+    return graph.run(block, flat)
+
+
+def _trace(block, args, key):
+    """Traces and caches the graph of signature `key`. Returns (graph, the call's result when parameters with
+    deferred shapes made it run eagerly to initialize them, else None)."""
     first_result = None
     if any(p._data is None for p in block.collect_params().values()):
         first_result = _eager(block, args)       # deferred shapes: one eager call initializes them exactly
@@ -242,9 +263,4 @@ def call_hybridized(block, args):
               f"{len(block._cached_graphs) + 1}): {retrace_reason(key, block._cached_graphs)}")
     block._cached_graphs[key] = graph
     block._last_graph = graph
-    if first_result is not None:
-        return first_result
-    if block._checks_left > 0:
-        block._checks_left -= 1
-        return checked_call(block, graph, args, flat, _eager)
-    return graph.run(block, flat)
+    return graph, first_result

@@ -12,6 +12,9 @@ only in comments, through codegen/safe_text.comment_text.
 When a kernel raises, the graph is re-run through the interpreter (`executor.run_graph`), whose error names the
 node, its op, the shapes and dtypes and the user's source line.
 """
+import copy
+import itertools
+
 from .. import config
 from ..base import MXNetError
 from ..codegen.safe_text import comment_text
@@ -21,7 +24,7 @@ from .graph import topo_order
 
 __all__ = ["CompiledGraph"]
 
-_COUNTER = [0]
+_COUNTER = itertools.count(1)     # next() is atomic: graphs compiled in several threads get distinct names
 
 
 class CompiledGraph:
@@ -31,7 +34,8 @@ class CompiledGraph:
     input_names fixes the order of the buffers passed in; every variable of the symbol must be among them.
     creation_shapes: {id(node): shape} for creation ops whose declared shape has unknown (0) dims.
     out_buffers: {(id(node), index): array} planned buffers (static_alloc) that ops declaring `writes_out` write
-    their outputs into, every call.
+    their outputs into, every call. So a graph with planned buffers must not run two calls at once: `with_buffers`
+    gives a copy writing into buffers of its own.
 
     With `destinations`, outputs can also be written into buffers the caller passes per call (`dests`, one entry
     or None per output):
@@ -60,13 +64,29 @@ class CompiledGraph:
             inplace = memory.inplace_reuse(symbol, *types, written)
         self.source, namespace = _render(symbol, nodes, self.input_names, ctx, creation_shapes or {},
                                          out_buffers, self.dest_outputs, inplace)
-        _COUNTER[0] += 1
-        filename = f"<mixnet graph {_COUNTER[0]}>"
-        exec(compile(self.source, filename, "exec"), namespace)       # noqa: S102 - our own generated source
-        self._run = namespace["graph"]
+        filename = f"<mixnet graph {next(_COUNTER)}>"
+        self._code = compile(self.source, filename, "exec")
+        exec(self._code, namespace)                                   # noqa: S102 - our own generated source
+        self._run, self._namespace, self._buffers = namespace["graph"], namespace, out_buffers
         self._xp = ctx.xp
         if config.SHOW_CODE:
             print(f"# {filename}\n{self.source}")
+
+    def with_buffers(self, out_buffers):
+        """This graph's code writing into other planned buffers: `out_buffers` has the same keys, shapes and dtypes
+        as the ones it was compiled with. No second rendering: the code runs again in a copy of its namespace
+        whose `O{k}` entries (the planned arrays, or tuples of them) are swapped for the new ones. A call writes
+        into its graph's planned buffers, so two calls running at once need two of these (gluon/cached_op.py)."""
+        key_of = {id(array): key for key, array in self._buffers.items()}
+
+        def swap(planned):
+            return tuple(map(swap, planned)) if isinstance(planned, tuple) else out_buffers[key_of[id(planned)]]
+
+        namespace = {name: swap(v) if name.startswith("O") else v for name, v in self._namespace.items()}
+        exec(self._code, namespace)                                   # noqa: S102 - our own generated source
+        other = copy.copy(self)
+        other._run, other._namespace, other._buffers = namespace["graph"], namespace, out_buffers
+        return other
 
     def __call__(self, arrays, is_train, dests=None):
         rng = dispatch.RANDOM_STATE(self.ctx) if self.random else None
