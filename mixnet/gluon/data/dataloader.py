@@ -1,27 +1,40 @@
 """`DataLoader`: mini-batches from a dataset, in the main process or in worker processes / threads.
 
-Worker processes are forked (where the platform can fork) and keep running between epochs; each gets a
-seed for numpy's global RNG and for mixnet's RNG, drawn from numpy's global RNG when the pool starts, so random
-augmentations differ between workers and a seeded program is repeatable up to the order workers pick tasks.
+Worker processes are forked (where the platform can fork) and keep running between epochs; worker i seeds numpy's
+global RNG and mixnet's RNG with base + i, base being drawn from numpy's global RNG when the workers start, so
+random augmentations differ between workers and a seeded program is repeatable up to which worker gets which batch.
 
 A sample or batchify function that raises in a worker surfaces in the main process as an `MXNetError` that
 names the failing sample index and the original exception (type, message and the worker's traceback). Where
 the original exception class allows it, the raised error is also an instance of that class, so
 ``except ValueError`` written for MXNet (which re-raised the worker's exception) keeps working.
+
+A worker process that dies (killed by a signal, e.g. by the out-of-memory killer, or calling ``os._exit``) is
+noticed at once, whatever the timeout: `WorkerDiedError` names the worker, its pid, the signal or exit code and
+the batch it was loading, and the other workers are shut down (the next pass starts new ones). `close()`, and
+deleting the loader or an iterator, never wait for a worker; workers never outlive the main process.
 """
+import collections
+import ctypes
+import itertools
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.pool
 import os
 import pickle
+import signal
 import sys
+import threading
+import time
 import traceback
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
 from ...base import MXNetError
 from . import sampler as _sampler
 
-__all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
+__all__ = ["DataLoader", "WorkerDiedError", "default_batchify_fn", "default_mp_batchify_fn"]
 
 
 def default_batchify_fn(data):
@@ -54,16 +67,19 @@ default_mp_batchify_fn = default_batchify_fn
 
 
 # ------------------------------------------------------------------------------------------ worker side
-_WORKER = {}
+# Why our own worker processes rather than multiprocessing.Pool: a Pool shares one task pipe and one result pipe
+# among all its workers, each guarded by a lock shared between processes. A worker killed while holding one (a
+# SIGKILL or the OOM killer striking while it waits for a task or writes a batch) leaves it locked forever, and the
+# whole pool, Pool.terminate() included, hangs. A Pool also replaces a dead worker silently and loses its task, so
+# the caller only learns of the death from its timeout. Here each worker has a private task pipe and a private
+# result pipe and nothing is shared: a worker may die or be killed at any moment without blocking anyone, the main
+# process knows which batches each worker holds, and it waits on the workers' exit sentinels together with their
+# result pipes, so a death is seen the moment it happens.
+_PR_SET_PDEATHSIG = 1          # from <sys/prctl.h>
+_PARENT_POLL_S = 0.5           # how often a worker not covered by PR_SET_PDEATHSIG checks that its parent lives
 
 
-def _worker_init(dataset, batchify_fn, base_seed, counter):
-    """Runs once in each worker process: keeps the dataset and seeds the RNGs (base_seed + start order)."""
-    _WORKER["dataset"] = dataset
-    _WORKER["batchify_fn"] = batchify_fn
-    with counter.get_lock():
-        seed = base_seed + counter.value
-        counter.value += 1
+def _seed_worker(seed):
     np.random.seed(seed % (2 ** 32))
     try:
         from ... import random as _random
@@ -72,12 +88,58 @@ def _worker_init(dataset, batchify_fn, base_seed, counter):
         pass
 
 
-def _failure(index, err):
+def _die_with_parent(parent_pid, kernel_signal):
+    """Makes sure this worker never outlives the main process. On Linux, when the main process's main thread
+    forked us, the kernel sends SIGKILL the moment it dies (PR_SET_PDEATHSIG fires when the forking *thread*
+    ends, so a worker forked by another thread would be killed with that thread: those, and other systems, use a
+    thread that polls for the parent instead)."""
+    if kernel_signal:
+        try:
+            kernel_signal = ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            kernel_signal = False
+    if os.getppid() != parent_pid:   # the parent died before we could ask to follow it
+        os._exit(0)
+    if not kernel_signal:
+        threading.Thread(target=_watch_parent, args=(parent_pid,), name="DataLoader parent watch",
+                         daemon=True).start()
+
+
+def _watch_parent(parent_pid):
+    while os.getppid() == parent_pid:
+        time.sleep(_PARENT_POLL_S)
+    os._exit(0)
+
+
+def _worker_main(parent_pid, kernel_signal, inherited, tasks, results, dataset, batchify_fn, seed):
+    """A worker process: reads (task id, sample indices) from `tasks`, writes (task id, outcome) to `results`."""
+    for conn in inherited:   # the main process's ends of the pipes, copied by fork: keeping them would hide EOFs
+        conn.close()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is for the main process, which then stops the workers
+    _die_with_parent(parent_pid, kernel_signal)
+    _seed_worker(seed)
+    while True:
+        try:
+            task_id, indices = tasks.recv()
+        except (EOFError, OSError):   # the main process closed the loader
+            return
+        out = _fetch(dataset, batchify_fn, indices)
+        try:
+            payload = ForkingPickler.dumps((task_id, out))
+        except Exception as err:  # noqa: BLE001  (a batch that cannot be pickled is reported, not lost)
+            payload = ForkingPickler.dumps((task_id, _failure("sending the batch to the main process", None, err)))
+        try:
+            results.send_bytes(payload)
+        except OSError:   # the main process closed the loader or died
+            return
+
+
+def _failure(where, index, err):
     try:
         pickled = pickle.dumps(err)
     except Exception:  # noqa: BLE001
         pickled = None
-    return ("error", index, type(err).__name__, str(err), traceback.format_exc(), pickled)
+    return ("error", where, index, type(err).__name__, str(err), traceback.format_exc(), pickled)
 
 
 def _fetch(dataset, batchify_fn, indices):
@@ -86,15 +148,11 @@ def _fetch(dataset, batchify_fn, indices):
         try:
             samples.append(dataset[i])
         except Exception as err:  # noqa: BLE001  (reported to the main process)
-            return _failure(i, err)
+            return _failure(f"sample index {i}", i, err)
     try:
         return ("ok", batchify_fn(samples))
     except Exception as err:  # noqa: BLE001
-        return _failure(None, err)
-
-
-def _process_fetch(indices):
-    return _fetch(_WORKER["dataset"], _WORKER["batchify_fn"], indices)
+        return _failure(f"batchify_fn on the batch of sample indices {list(indices)}", None, err)
 
 
 class _ThreadFetch:
@@ -107,19 +165,24 @@ class _ThreadFetch:
 
 
 # ------------------------------------------------------------------------------------------ main side
+class WorkerDiedError(MXNetError):
+    """A DataLoader worker process died (killed by a signal, e.g. by the out-of-memory killer, or exited) while
+    the loader was in use. Attributes: worker_index, pid, exitcode (negative: the signal number)."""
+
+
 _ERROR_CLASSES = {}
+_TIMEOUT = object()       # what `get` returns when no batch came in time
+_TASK_PIPE_BYTES = 32768  # task bytes a busy worker may have queued: half a Linux pipe, so sends never block
 
 
 def _worker_error(result, indices, kind):
-    _, index, type_name, message, tb, pickled = result
+    _, where, index, type_name, message, tb, pickled = result
     original = None
     if pickled is not None:
         try:
             original = pickle.loads(pickled)  # produced by our own worker a moment ago
         except Exception:  # noqa: BLE001
             original = None
-    where = (f"sample index {index}" if index is not None else
-             f"batchify_fn on the batch of sample indices {list(indices)}")
     text = (f"DataLoader {kind} failed on {where}: {type_name}: {message}\n"
             f"--- {kind} traceback ---\n{tb.rstrip()}")
     cls = MXNetError
@@ -157,11 +220,233 @@ def _mp_context():
     return multiprocessing.get_context()
 
 
+def _exit_text(exitcode):
+    if exitcode is None:
+        return "died"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = "signal"
+        hint = " (often the out-of-memory killer)" if -exitcode == signal.SIGKILL else ""
+        return f"was killed by signal {name} ({-exitcode}){hint}"
+    return f"exited with code {exitcode}"
+
+
+class _Worker:
+    """The main process's view of one worker: its process, its pipe ends and the tasks it holds, in order."""
+
+    def __init__(self, index, process, tasks, results):
+        self.index = index
+        self.process = process
+        self.tasks = tasks        # main -> worker: (task id, sample indices)
+        self.results = results    # worker -> main: (task id, outcome)
+        self.held = collections.deque()   # (task id, pickled task size, indices), sent and not yet answered
+        self.held_bytes = 0
+
+
+class _ProcessWorkers:
+    """`num_workers` worker processes (why not a multiprocessing.Pool: see the comment opening the worker side).
+    `submit` queues a batch and returns its task id; `get` waits for that task's outcome while receiving whatever
+    other workers finish meanwhile, and raises `WorkerDiedError` as soon as any worker dies; `discard` drops tasks
+    nobody will ask for (an iterator deleted early); `close` kills the workers without waiting for anything."""
+
+    def __init__(self, num_workers, dataset, batchify_fn):
+        ctx = _mp_context()
+        fork = ctx.get_start_method() == "fork"
+        base_seed = int(np.random.randint(0, 2 ** 31 - 1))
+        self.owner_pid = os.getpid()
+        kernel_signal = sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()
+        self._workers = []
+        self._backlog = collections.deque()    # (task id, pickled task, indices) not yet sent to a worker
+        self._results = {}                     # task id -> outcome, received and not yet taken
+        self._abandoned = set()                # task ids whose outcome is dropped on arrival
+        self._dropped = collections.deque()    # task ids handed to `discard` (from any thread, without the lock)
+        self._ids = itertools.count()
+        self._lock = threading.Lock()          # one thread at a time talks to the workers
+        self._error = None                     # the message of a worker's death: the pool is then closed
+        self.closed = False
+        try:
+            for index in range(num_workers):
+                tasks_r, tasks_w = ctx.Pipe(duplex=False)
+                results_r, results_w = ctx.Pipe(duplex=False)
+                inherited = [c for w in self._workers for c in (w.tasks, w.results)] + [tasks_w, results_r]
+                process = ctx.Process(
+                    target=_worker_main, name=f"DataLoader worker {index}", daemon=True,
+                    args=(self.owner_pid, kernel_signal, inherited if fork else [], tasks_r, results_w, dataset,
+                          batchify_fn, base_seed + index))
+                process.start()
+                tasks_r.close()
+                results_w.close()
+                self._workers.append(_Worker(index, process, tasks_w, results_r))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def pids(self):
+        return [w.process.pid for w in self._workers]
+
+    def submit(self, indices):
+        task_id = next(self._ids)
+        payload = ForkingPickler.dumps((task_id, list(indices)))
+        with self._lock:
+            self._check_open()
+            self._forget_dropped()
+            self._backlog.append((task_id, payload, indices))
+            self._dispatch()
+        return task_id
+
+    def discard(self, task_ids):
+        self._dropped.extend(task_ids)   # atomic: safe from __del__ in any thread, and never waits
+
+    def get(self, task_id, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            return _TIMEOUT
+        try:
+            self._forget_dropped()
+            while task_id not in self._results:
+                self._check_open()
+                busy = [w for w in self._workers if w.held]
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return _TIMEOUT
+                ready = multiprocessing.connection.wait(
+                    [w.results for w in busy] + [w.process.sentinel for w in self._workers], remaining)
+                if self.closed:   # close() ran in another thread while we waited
+                    self._check_open()
+                for w in busy:
+                    if w.results in ready:
+                        self._receive(w)
+                for w in self._workers:
+                    if w.process.sentinel in ready:
+                        raise self._died(w)
+            return self._results.pop(task_id)
+        finally:
+            self._lock.release()
+
+    def _check_open(self):
+        if self._error is not None:
+            raise WorkerDiedError(self._error)
+        if self.closed:
+            raise MXNetError("DataLoader: the worker processes were shut down (DataLoader.close())")
+
+    def _dispatch(self):
+        """Sends queued tasks, oldest first, to the least busy workers. A worker gets a task only while the task
+        bytes it has not answered yet stay under _TASK_PIPE_BYTES (or it holds none), so the task pipe never
+        fills and a send never blocks: a worker blocked writing a big batch would otherwise never read it."""
+        while self._backlog:
+            task_id, payload, indices = self._backlog[0]
+            room = [w for w in self._workers if not w.held or w.held_bytes + len(payload) <= _TASK_PIPE_BYTES]
+            if not room:
+                return
+            w = min(room, key=lambda w: len(w.held))
+            try:
+                w.tasks.send_bytes(payload)
+            except OSError:   # the worker is gone
+                raise self._died(w) from None
+            self._backlog.popleft()
+            w.held.append((task_id, len(payload), indices))
+            w.held_bytes += len(payload)
+
+    def _receive(self, w):
+        try:
+            task_id, out = pickle.loads(w.results.recv_bytes())   # from our own worker
+        except (EOFError, OSError):   # it died while writing
+            raise self._died(w) from None
+        _, size, _ = w.held.popleft()   # a worker answers its tasks in order
+        w.held_bytes -= size
+        self._forget_dropped()
+        if task_id in self._abandoned:
+            self._abandoned.discard(task_id)
+        else:
+            self._results[task_id] = out
+        self._dispatch()
+
+    def _forget_dropped(self):
+        """Applies `discard`: outcomes already here are freed, tasks not sent yet are never sent, and the
+        outcomes of tasks a worker holds are dropped when they arrive."""
+        if not self._dropped:
+            return
+        dropped = set()
+        while self._dropped:
+            dropped.add(self._dropped.popleft())
+        for task_id in dropped.intersection(self._results):
+            del self._results[task_id]
+        self._backlog = collections.deque(t for t in self._backlog if t[0] not in dropped)
+        self._abandoned.update(t for w in self._workers for t, _, _ in w.held if t in dropped)
+
+    def _died(self, w):
+        """Shuts the pool down and returns the error that names the dead worker and how it died."""
+        w.process.join(1.0)   # it is gone or going: the exit status follows at once
+        try:   # skip the batches it sent before dying, so that the batch named is the one it died on
+            while w.held and w.results.poll():
+                w.results.recv_bytes()
+                w.held.popleft()
+        except (EOFError, OSError):
+            pass
+        where = (f"while loading the batch of sample indices {list(w.held[0][2])}" if w.held
+                 else "while waiting for work")
+        message = (f"DataLoader worker {w.index} (pid {w.process.pid}) {_exit_text(w.process.exitcode)} {where}. "
+                   f"The loader's worker processes were shut down; iterating again starts new ones.")
+        err = WorkerDiedError(message)
+        err.worker_index, err.pid, err.exitcode = w.index, w.process.pid, w.process.exitcode
+        self._error = message
+        self.close()
+        return err
+
+    def close(self):
+        """Kills the workers at once: they share no lock or pipe with anyone, so killing one at any point is safe,
+        and nothing waits on a worker stuck in a dataset's code or blocked writing a batch nobody reads."""
+        self.closed = True
+        if os.getpid() != self.owner_pid:   # a forked copy of this object: the workers are not this process's
+            return
+        for w in self._workers:
+            for conn in (w.tasks, w.results):
+                conn.close()
+            if w.process.exitcode is None:
+                w.process.kill()
+        deadline = time.monotonic() + 2.0
+        for w in self._workers:   # reap them (a killed process is gone within milliseconds)
+            w.process.join(max(0.0, deadline - time.monotonic()))
+
+
+class _ThreadWorkers:
+    """`num_workers` threads behind the same interface as `_ProcessWorkers`."""
+
+    def __init__(self, num_workers, dataset, batchify_fn):
+        self.owner_pid = os.getpid()
+        self.closed = False
+        self._pool = multiprocessing.pool.ThreadPool(num_workers)
+        self._fetch = _ThreadFetch(dataset, batchify_fn)
+
+    def submit(self, indices):
+        if self.closed:
+            raise MXNetError("DataLoader: the worker threads were shut down (DataLoader.close())")
+        return self._pool.apply_async(self._fetch, (list(indices),))
+
+    def discard(self, tasks):
+        pass   # a thread's outcome is simply never read
+
+    def get(self, task, timeout):
+        try:
+            return task.get(timeout)
+        except multiprocessing.TimeoutError:
+            return _TIMEOUT
+
+    def close(self):
+        """Stops the threads without joining them: a thread inside a slow sample ends after that sample."""
+        self.closed = True
+        self._pool.terminate()
+
+
 class _MultiWorkerIter:
-    def __init__(self, loader):
-        self._loader = loader
+    def __init__(self, loader, workers):
+        self._loader = loader     # keeps the loader, and so its workers, alive while iterating
+        self._workers = workers
         self._batches = iter(loader._batch_sampler)
-        self._pending = []   # (async result, indices), in submission order
+        self._pending = collections.deque()   # (task, indices), in submission order
         self._done = False
         for _ in range(max(loader._prefetch, 1)):
             self._submit()
@@ -170,12 +455,11 @@ class _MultiWorkerIter:
         if self._done:
             return
         try:
-            indices = next(self._batches)
+            indices = list(next(self._batches))
         except StopIteration:
             self._done = True
             return
-        indices = list(indices)
-        self._pending.append((self._loader._worker_pool.apply_async(self._loader._fetch_fn, (indices,)), indices))
+        self._pending.append((self._workers.submit(indices), indices))
 
     def __iter__(self):
         return self
@@ -183,15 +467,14 @@ class _MultiWorkerIter:
     def __next__(self):
         if not self._pending:
             raise StopIteration
-        result, indices = self._pending.pop(0)
+        task, indices = self._pending.popleft()
         self._submit()
         kind = "worker thread" if self._loader._thread_pool else "worker process"
-        try:
-            out = result.get(self._loader._timeout)
-        except multiprocessing.TimeoutError:
+        out = self._workers.get(task, self._loader._timeout)
+        if out is _TIMEOUT:
             raise MXNetError(f"DataLoader: no batch from the {kind}es within timeout={self._loader._timeout} s "
-                             f"(batch of sample indices {indices}); a worker may be stuck or have died. Pass a "
-                             f"larger timeout for slow datasets.") from None
+                             f"(batch of sample indices {indices}); a worker may be stuck. Pass a larger "
+                             f"timeout for slow datasets.")
         if out[0] != "ok":
             raise _worker_error(out, indices, kind)
         batch = out[1]
@@ -200,6 +483,11 @@ class _MultiWorkerIter:
         return batch
 
     next = __next__
+
+    def __del__(self):
+        pending = getattr(self, "_pending", None)
+        if pending:
+            self._workers.discard([task for task, _ in pending])
 
 
 class DataLoader:
@@ -211,7 +499,8 @@ class DataLoader:
     (default `default_batchify_fn`; see `mixnet.gluon.data.batchify` for padding). num_workers: 0 loads in
     the main process; > 0 uses that many worker processes (threads with thread_pool=True). prefetch: how many
     batches to keep in flight (default 2 * num_workers). timeout: seconds to wait for one batch from a worker
-    before raising `MXNetError`. pin_memory / pin_device_id: put batches on ``cpu_pinned(pin_device_id)``.
+    before raising `MXNetError` (None: no limit; a worker that dies raises `WorkerDiedError` at once either
+    way). pin_memory / pin_device_id: put batches on ``cpu_pinned(pin_device_id)``.
     auto_reload and try_nopython are accepted for MXNet compatibility and ignored.
     """
 
@@ -246,32 +535,24 @@ class DataLoader:
         self._num_workers = int(num_workers) if num_workers and num_workers > 0 else 0
         self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
         self._batchify_fn = batchify_fn if batchify_fn is not None else default_batchify_fn
-        self._fetch_fn = None
 
     def _pin_ctx(self):
         from ...context import cpu_pinned
         return cpu_pinned(self._pin_device_id)
 
     def _start_pool(self):
-        if self._worker_pool is not None:
-            return
-        if self._thread_pool:
-            self._worker_pool = multiprocessing.pool.ThreadPool(self._num_workers)
-            self._fetch_fn = _ThreadFetch(self._dataset, self._batchify_fn)
-            return
-        ctx = _mp_context()
-        base = int(np.random.randint(0, 2 ** 31 - 1))
-        counter = ctx.Value("l", 0)
-        self._owner_pid = os.getpid()
-        self._worker_pool = ctx.Pool(self._num_workers, initializer=_worker_init,
-                                     initargs=(self._dataset, self._batchify_fn, base, counter))
-        self._fetch_fn = _process_fetch
+        pool = self._worker_pool
+        if pool is not None and not pool.closed and pool.owner_pid == os.getpid():
+            return pool
+        # none yet, closed (after a worker died), or inherited through fork from another process
+        workers = _ThreadWorkers if self._thread_pool else _ProcessWorkers
+        self._worker_pool = workers(self._num_workers, self._dataset, self._batchify_fn)
+        return self._worker_pool
 
     def __iter__(self):
         if self._num_workers == 0:
             return self._same_process_iter()
-        self._start_pool()
-        return _MultiWorkerIter(self)
+        return _MultiWorkerIter(self, self._start_pool())
 
     def _same_process_iter(self):
         for indices in self._batch_sampler:
@@ -284,12 +565,12 @@ class DataLoader:
         return len(self._batch_sampler)
 
     def close(self):
-        """Stops the worker pool (it is also stopped when the loader is garbage-collected)."""
+        """Stops the worker processes or threads at once (also done when the loader is garbage-collected);
+        iterating again starts new ones."""
         pool, self._worker_pool = getattr(self, "_worker_pool", None), None
-        if pool is not None and os.getpid() == getattr(self, "_owner_pid", os.getpid()):
+        if pool is not None:
             try:
-                pool.terminate()
-                pool.join()
+                pool.close()
             except Exception:  # noqa: BLE001  (interpreter shutdown)
                 pass
 
