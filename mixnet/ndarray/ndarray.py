@@ -12,6 +12,7 @@ from .._mode import MODE
 from ..base import MXNetError, dtype_np, is_number
 from ..context import Context, array_module, current_context, cpu
 from ..ops import dispatch, registry
+from ..ops.common import check_shape
 
 __all__ = ["NDArray", "array", "empty", "from_numpy", "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
            "waitall", "py_slice", "_STORAGE_TYPE_STR_TO_ID"]
@@ -508,6 +509,10 @@ def array(source_array, ctx=None, dtype=None):
 def empty(shape, ctx=None, dtype=None):
     ctx = ctx or current_context()
     shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    try:
+        shape = check_shape(shape)          # refuse a negative or over-limit shape before allocating
+    except MXNetError as err:
+        raise MXNetError(f"empty: {err}") from None
     xp = np if ctx.device_type != "gpu" else array_module(ctx)
     return _wrap(xp.empty(shape, dtype=dtype_np(dtype)), ctx)
 

@@ -93,6 +93,7 @@ def test_inference_refuses_negative_dimensions():
     (lambda: nd.arange(0, 2 ** 42), "_arange"),
     (lambda: nd.linspace(0, 1, 2 ** 42), "_linspace"),
     (lambda: nd.eye(2 ** 21), "_eye"),
+    (lambda: nd.empty(HUGE), "empty"),
     (lambda: nd.random.uniform(shape=HUGE), "_random_uniform"),
     (lambda: nd.tile(nd.ones((1, 1)), reps=HUGE), "tile"),
     (lambda: nd.repeat(nd.ones((4,)), repeats=2 ** 41), "repeat"),
