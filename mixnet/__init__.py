@@ -27,3 +27,4 @@ from . import io, recordio  # noqa: F401
 from . import symbol  # noqa: F401
 from . import symbol as sym  # noqa: F401
 from . import gluon  # noqa: F401
+from . import operator  # noqa: F401  (Python custom ops: registers Custom, adds nd.Custom / sym.Custom)
