@@ -27,4 +27,6 @@ from . import io, recordio  # noqa: F401
 from . import symbol  # noqa: F401
 from . import symbol as sym  # noqa: F401
 from . import gluon  # noqa: F401
+from . import numpy, numpy_extension  # noqa: F401  (mx.np / mx.npx: present, every name says it is missing)
+from . import numpy as np, numpy_extension as npx  # noqa: F401
 from . import operator  # noqa: F401  (Python custom ops: registers Custom, adds nd.Custom / sym.Custom)

@@ -100,3 +100,16 @@ def test_star_imports_bring_what_mxnet_test_files_use():
     exec("from mixnet.autograd import *\nfrom mixnet.test_utils import *", namespace)
     assert namespace["mx"] is mx and namespace["np"] is np and namespace["NDArray"] is mx.nd.NDArray
     assert namespace["array"] is mx.nd.array and callable(namespace["assert_almost_equal"])
+
+
+def test_np_and_npx_modules_import_and_name_what_is_missing():
+    import mixnet.numpy as mnp
+    import mixnet.numpy_extension as mnpx
+    assert mx.np is mnp and mx.npx is mnpx
+    assert not hasattr(mx.np, "array")                         # hasattr: an AttributeError
+    with pytest.raises(mx.MXNetError, match=r"mx\.np\.concatenate is not implemented.*mx\.nd"):
+        mx.np.concatenate
+    with pytest.raises(mx.MXNetError, match=r"mx\.npx\.set_np is not implemented"):
+        mx.npx.set_np()
+    with pytest.raises(ImportError):
+        from mixnet.numpy import ndarray  # noqa: F401
