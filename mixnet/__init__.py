@@ -18,6 +18,8 @@ from . import ndarray as nd  # noqa: F401
 from . import autograd  # noqa: F401
 from . import random  # noqa: F401
 from . import name, attribute, util, runtime  # noqa: F401
+from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape, is_np_array, np_array,  # noqa: F401
+                   use_np_array, use_np)  # top-level names, as MXNet's __init__ has them
 from . import test_utils  # noqa: F401
 from . import initializer  # noqa: F401
 from . import initializer as init  # noqa: F401

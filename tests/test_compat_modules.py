@@ -113,3 +113,9 @@ def test_np_and_npx_modules_import_and_name_what_is_missing():
         mx.npx.set_np()
     with pytest.raises(ImportError):
         from mixnet.numpy import ndarray  # noqa: F401
+
+
+def test_top_level_np_switches_as_mxnet_exports_them():
+    for name in ("is_np_shape", "set_np_shape", "np_shape", "use_np_shape", "is_np_array", "np_array",
+                 "use_np_array", "use_np"):
+        assert getattr(mx, name) is getattr(mx.util, name)
