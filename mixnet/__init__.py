@@ -18,6 +18,8 @@ from . import ndarray as nd  # noqa: F401
 from . import autograd  # noqa: F401
 from . import random  # noqa: F401
 from . import name, attribute, util, runtime  # noqa: F401
+from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape, is_np_array, np_array,  # noqa: F401
+                   use_np_array, use_np)  # top-level names, as MXNet's __init__ has them
 from . import test_utils  # noqa: F401
 from . import initializer  # noqa: F401
 from . import initializer as init  # noqa: F401
@@ -27,3 +29,6 @@ from . import io, recordio  # noqa: F401
 from . import symbol  # noqa: F401
 from . import symbol as sym  # noqa: F401
 from . import gluon  # noqa: F401
+from . import numpy, numpy_extension  # noqa: F401  (mx.np / mx.npx: present, every name says it is missing)
+from . import numpy as np, numpy_extension as npx  # noqa: F401
+from . import operator  # noqa: F401  (Python custom ops: registers Custom, adds nd.Custom / sym.Custom)

@@ -10,10 +10,12 @@ import contextlib
 from . import _mode
 from ._mode import MODE, Mode
 from .base import MXNetError
+from .ndarray.ndarray import NDArray
 from .ops import dispatch
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training", "set_recording",
-           "set_training", "mark_variables", "backward", "grad", "Function", "get_symbol"]
+           "set_training", "mark_variables", "backward", "grad", "Function", "get_symbol",
+           "NDArray"]  # MXNet's autograd has no __all__: `from mxnet.autograd import *` brings NDArray too
 
 _GRAPH_FREED = ("Cannot differentiate node because it is not in a computational graph. You need to set "
                 "is_recording to true or use autograd.record() to save computational graphs for backward. "

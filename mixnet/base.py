@@ -2,7 +2,9 @@
 
 Nothing here imports the rest of mixnet.
 """
+import ctypes
 import numbers
+import os
 
 import numpy as np
 
@@ -12,6 +14,92 @@ __all__ = ["MXNetError", "MXNetWarning", "DTYPES", "dtype_np", "dtype_name", "py
 
 class MXNetError(RuntimeError):
     """Every error mixnet raises on purpose derives from this (the name MXNet code catches)."""
+
+
+# Error classes by name, as MXNet's `register_error` keeps them (code that maps error names to classes reads it).
+error_types = {}
+
+
+def register_error(func_name=None, cls=None):
+    """Records an error class under its name (MXNet's decorator); returns the class unchanged."""
+    if callable(func_name):
+        func_name, cls = func_name.__name__, func_name
+
+    def register(err_cls):
+        error_types[func_name if isinstance(func_name, str) else err_cls.__name__] = err_cls
+        return err_cls
+    return register if cls is None else register(cls)
+
+
+def _unsupported_message(function, alias, args, where):
+    name = getattr(function, "__name__", function)
+    msg = f"Function {name}"
+    if alias:
+        msg += f' (namely operator "{alias}")'
+    if args:
+        msg += " with arguments ({})".format(", ".join(str(type(a)) for a in args))
+    return msg + where
+
+
+@register_error
+class NotImplementedForSymbol(MXNetError):
+    """A call that needs array values (bool(), asnumpy(), ...) made on a Symbol, which has none.
+
+    Signature as MXNet's: (function or its name, operator alias or None, *the arguments); `hint` adds advice."""
+
+    def __init__(self, function, alias=None, *args, hint=""):
+        self.function = getattr(function, "__name__", function)
+        self.alias = alias
+        super().__init__(_unsupported_message(function, alias, args,
+                                              " is not implemented for Symbol and only available in NDArray."
+                                              + (f" {hint}" if hint else "")))
+
+
+@register_error
+class NotSupportedForSparseNDArray(MXNetError):
+    """A dense-only function called on a sparse NDArray (MXNet's signature: function, alias, *args)."""
+
+    def __init__(self, function, alias=None, *args):
+        self.function = getattr(function, "__name__", function)
+        self.alias = alias
+        super().__init__(_unsupported_message(function, alias, args,
+                                              " is not supported for SparseNDArray and only available in NDArray."))
+
+
+class _NullType:
+    """The placeholder MXNet's generated op signatures use for "argument not given"."""
+
+    def __repr__(self):
+        return "_Null"
+
+
+_Null = _NullType()
+
+# MXNet's C-API scalar types and default real type; Python code written for MXNet imports these names.
+mx_int = ctypes.c_int
+mx_uint = ctypes.c_uint
+mx_float = ctypes.c_float
+mx_real_t = np.float32
+
+# Operator-name prefixes of MXNet's registry (the mx.np / mx.npx families; see mixnet.numpy).
+_OP_NAME_PREFIX_LIST = ["_contrib_", "_linalg_", "_sparse_", "_image_", "_random_"]
+_NP_OP_PREFIX = "_np_"
+_NP_OP_SUBMODULE_LIST = ["_random_", "_linalg_"]
+_NP_EXT_OP_PREFIX = "_npx_"
+_NP_EXT_OP_SUBMODULE_LIST = ["_image_", "_random_"]
+_NP_INTERNAL_OP_PREFIX = "_npi_"
+
+
+def data_dir_default():
+    """Where MXNet keeps downloaded models and datasets unless MXNET_HOME says otherwise."""
+    if os.name == "nt" and os.environ.get("APPDATA"):
+        return os.path.join(os.environ["APPDATA"], "mxnet")
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir():
+    """$MXNET_HOME, else data_dir_default()."""
+    return os.getenv("MXNET_HOME", data_dir_default())
 
 
 class OpError(MXNetError, ValueError):

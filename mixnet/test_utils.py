@@ -9,20 +9,22 @@ Differences from MXNet, on purpose:
 * `np.bool_` is used where MXNet's file says `np.bool` (gone in NumPy >= 1.24).
 """
 import contextlib
+import functools
+import math
 import numbers
 import os
 import sys
 
 import numpy as np
 
+import mixnet as mx  # (mixnet is partly initialised here; its attributes are only read later, inside functions)
+
 from .base import MXNetError
 from .context import Context, current_context
+from .ndarray import NDArray, array  # noqa: F401
 
-__all__ = ["default_context", "set_default_context", "default_dtype", "get_rtol", "get_atol", "get_tols",
-           "assert_almost_equal", "assert_almost_equal_ignore_nan", "almost_equal", "almost_equal_ignore_nan",
-           "same", "assert_exception", "rand_ndarray", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd",
-           "random_arrays", "random_uniform_arrays", "random_sample", "np_reduce", "effective_dtype",
-           "environment", "check_numeric_gradient", "use_np", "discard_stderr"]
+# No __all__, as in MXNet: test files do `from mxnet.test_utils import *` and then use `mx`, `np`, `NDArray`,
+# `array`, ... straight from this module's namespace.
 
 _DEFAULT_CTX = None
 
@@ -410,3 +412,129 @@ def discard_stderr():
         os.close(saved)
         os.close(devnull)
 
+
+
+# ---------------------------------------------------------------------------------------------------------
+# statistical checks of random generators (numpy only: scipy is not needed)
+def retry(n):
+    """Decorator: runs a stochastic test up to n times; only its last AssertionError propagates."""
+    if not isinstance(n, numbers.Integral) or n < 1:
+        raise MXNetError(f"retry: n must be a positive integer, got {n!r}")
+
+    def decorate(f):
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            for attempt in range(n):
+                try:
+                    return f(*args, **kwargs)
+                except AssertionError:
+                    if attempt == n - 1:
+                        raise
+        return wrapper
+    return decorate
+
+
+def gen_buckets_probs_with_ppf(ppf, nbuckets):
+    """nbuckets equal-probability buckets [(ppf(i/n), ppf((i+1)/n)), ...] and their probabilities [1/n] * n,
+    from a quantile function ppf (the inverse CDF)."""
+    if not isinstance(nbuckets, numbers.Integral) or nbuckets < 1:
+        raise MXNetError(f"gen_buckets_probs_with_ppf: nbuckets must be a positive integer, got {nbuckets!r}")
+    probs = [1.0 / nbuckets] * nbuckets
+    buckets = [(ppf(i / float(nbuckets)), ppf((i + 1) / float(nbuckets))) for i in range(nbuckets)]
+    return buckets, probs
+
+
+def mean_check(generator, mu, sigma, nsamples=1000000):
+    """True when the mean of generator(nsamples) lies within mu +- 3 sigma / sqrt(nsamples)."""
+    mean = np.asarray(generator(nsamples), dtype=np.float64).mean()
+    half = 3 * sigma / np.sqrt(nsamples)
+    return bool(mu - half < mean < mu + half)
+
+
+def var_check(generator, sigma, nsamples=1000000):
+    """True when the sample variance of generator(nsamples) lies within sigma^2 +- 3 sqrt(2 sigma^4 / (n-1))."""
+    var = np.asarray(generator(nsamples), dtype=np.float64).var(ddof=1)
+    half = 3 * np.sqrt(2 * sigma ** 4 / (nsamples - 1))
+    return bool(sigma ** 2 - half < var < sigma ** 2 + half)
+
+
+def _gamma_prefactor(a, x):
+    return math.exp(-x + a * math.log(x) - math.lgamma(a))
+
+
+def _gamma_q(a, x):
+    """The regularised upper incomplete gamma function Q(a, x) = Gamma(a, x) / Gamma(a), for a > 0, x >= 0:
+    its power series below x = a + 1, its continued fraction (modified Lentz) above, both to 1e-14."""
+    if x <= 0:
+        return 1.0
+    eps, tiny = 1e-14, 1e-300
+    if x < a + 1:
+        term = total = 1.0 / a
+        denom = a
+        for _ in range(100000):
+            denom += 1
+            term *= x / denom
+            total += term
+            if abs(term) < abs(total) * eps:
+                break
+        return max(0.0, 1.0 - total * _gamma_prefactor(a, x))
+    b = x + 1 - a
+    c, d = 1 / tiny, 1 / b
+    h = d
+    for i in range(1, 100000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1) < eps:
+            break
+    return min(1.0, _gamma_prefactor(a, x) * h)
+
+
+def chi2_sf(stat, dof):
+    """P(X >= stat) for X chi-square distributed with dof degrees of freedom (scipy.stats.chi2.sf)."""
+    return _gamma_q(dof / 2.0, float(stat) / 2.0)
+
+
+def chi_square_check(generator, buckets, probs, nsamples=1000000):
+    """Pearson's chi-square test of generator(nsamples) against the expected bucket probabilities.
+
+    buckets: a list of (low, high) ranges, ascending and disjoint (a sample counts in [low, high)), for
+    continuous and discrete generators alike; or a list of the values a discrete generator can produce.
+    Returns (p value, observed counts, expected counts); a sample in no bucket counts against the fit."""
+    if not isinstance(buckets, list) or len(buckets) != len(probs) or len(buckets) < 2:
+        raise MXNetError(f"chi_square_check: buckets must be a list of at least 2 entries, as many as probs "
+                         f"(got {len(buckets) if hasattr(buckets, '__len__') else buckets!r} buckets and "
+                         f"{len(probs)} probs)")
+    samples = _as_numpy(generator(nsamples)).ravel()
+    if isinstance(buckets[0], (list, tuple)):
+        edges = np.asarray(buckets, dtype=np.float64).ravel()      # low0, high0, low1, high1, ...
+        if np.any(np.diff(edges) < 0):
+            raise MXNetError(f"chi_square_check: buckets must be ascending and disjoint, got {buckets}")
+        pos = np.searchsorted(edges, samples.astype(np.float64), side="right")
+        inside = pos % 2 == 1                                       # low_i <= s < high_i  <=>  pos == 2i + 1
+        obs = np.bincount(pos[inside] // 2, minlength=len(buckets))[:len(buckets)]
+    else:
+        obs = np.array([(samples == b).sum() for b in buckets])
+    expected = nsamples * np.asarray(probs, dtype=np.float64)
+    if np.any(expected <= 0):
+        raise MXNetError(f"chi_square_check: every bucket needs a positive probability, got {list(probs)}")
+    stat = float((((obs - expected) ** 2) / expected).sum())
+    return chi2_sf(stat, len(buckets) - 1), obs, expected
+
+
+def verify_generator(generator, buckets, probs, nsamples=1000000, nrepeat=5, success_rate=0.2, alpha=0.05):
+    """Runs chi_square_check nrepeat times; raises AssertionError unless at least nrepeat * success_rate of the
+    p values exceed alpha. Returns the p values."""
+    results = [chi_square_check(generator, buckets, probs, nsamples) for _ in range(nrepeat)]
+    pvalues = [p for p, _, _ in results]
+    if sum(p > alpha for p in pvalues) < nrepeat * success_rate:
+        raise AssertionError(f"Generator test fails, chi-square p={pvalues}, "
+                             f"obs_freq={[list(o) for _, o, _ in results]}, expected_freq={list(results[0][2])}"
+                             f"\nbuckets={buckets}, probs={probs}")
+    return pvalues

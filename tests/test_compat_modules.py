@@ -1,6 +1,7 @@
 """Names MXNet test files import at module level, and their behaviour."""
 import threading
 
+import numpy as np
 import pytest
 
 import mixnet as mx
@@ -75,3 +76,46 @@ def test_runtime_features():
     with pytest.raises(RuntimeError):
         feats.is_enabled("NO_SUCH_FEATURE")
     assert all(isinstance(f.enabled, bool) for f in mx.runtime.feature_list())
+
+
+def test_more_base_names_mxnet_code_imports():
+    from mixnet.base import (NotImplementedForSymbol, NotSupportedForSparseNDArray, _Null, mx_real_t, mx_uint,  # noqa: F401
+                             _NP_OP_PREFIX, data_dir, error_types)
+    assert mx_real_t is np.float32 and _NP_OP_PREFIX == "_np_" and repr(_Null) == "_Null"
+    assert error_types["NotImplementedForSymbol"] is NotImplementedForSymbol
+    err = NotImplementedForSymbol(bool, "__bool__", 1)
+    assert isinstance(err, mx.MXNetError) and err.function == "bool"
+    assert str(err).startswith('Function bool (namely operator "__bool__") with arguments')
+
+
+def test_symbol_without_data_raises_not_implemented_for_symbol():
+    x = mx.sym.var("x")
+    for call in (bool, float, int, lambda s: s.asnumpy()):
+        with pytest.raises(mx.base.NotImplementedForSymbol, match="not implemented for Symbol"):
+            call(x)
+
+
+def test_star_imports_bring_what_mxnet_test_files_use():
+    namespace = {}
+    exec("from mixnet.autograd import *\nfrom mixnet.test_utils import *", namespace)
+    assert namespace["mx"] is mx and namespace["np"] is np and namespace["NDArray"] is mx.nd.NDArray
+    assert namespace["array"] is mx.nd.array and callable(namespace["assert_almost_equal"])
+
+
+def test_np_and_npx_modules_import_and_name_what_is_missing():
+    import mixnet.numpy as mnp
+    import mixnet.numpy_extension as mnpx
+    assert mx.np is mnp and mx.npx is mnpx
+    assert not hasattr(mx.np, "array")                         # hasattr: an AttributeError
+    with pytest.raises(mx.MXNetError, match=r"mx\.np\.concatenate is not implemented.*mx\.nd"):
+        mx.np.concatenate
+    with pytest.raises(mx.MXNetError, match=r"mx\.npx\.set_np is not implemented"):
+        mx.npx.set_np()
+    with pytest.raises(ImportError):
+        from mixnet.numpy import ndarray  # noqa: F401
+
+
+def test_top_level_np_switches_as_mxnet_exports_them():
+    for name in ("is_np_shape", "set_np_shape", "np_shape", "use_np_shape", "is_np_array", "np_array",
+                 "use_np_array", "use_np"):
+        assert getattr(mx, name) is getattr(mx.util, name)

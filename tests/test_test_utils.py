@@ -128,3 +128,61 @@ def test_check_numeric_gradient_fails_on_wrong_gradient():
 def test_check_numeric_gradient_rejects_non_callables():
     with pytest.raises(mx.MXNetError, match="callable"):
         tu.check_numeric_gradient("not a symbol", [np.ones(2)])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# statistical checks of generators
+def test_chi2_sf_matches_known_values():
+    # P(X >= x) for chi-square: closed forms for 2 dof (exp(-x/2)) and tabulated critical values
+    for x in (0.0, 0.5, 3.0, 40.0):
+        assert tu.chi2_sf(x, 2) == pytest.approx(np.exp(-x / 2), rel=1e-12, abs=1e-300)
+    assert tu.chi2_sf(3.841458820694124, 1) == pytest.approx(0.05, rel=1e-9)
+    assert tu.chi2_sf(9.487729036781154, 4) == pytest.approx(0.05, rel=1e-9)
+    assert tu.chi2_sf(67.50480642, 50) == pytest.approx(0.05, rel=1e-6)
+
+
+def _normal_ppf_buckets():
+    # quartiles of N(0, 1)
+    q = 0.6744897501960817
+    return [(-np.inf, -q), (-q, 0.0), (0.0, q), (q, np.inf)], [0.25] * 4
+
+
+def test_verify_generator_accepts_a_right_generator_and_rejects_a_wrong_one():
+    rng = np.random.default_rng(0)
+    buckets, probs = _normal_ppf_buckets()
+    pvalues = tu.verify_generator(lambda n: rng.normal(size=n), buckets, probs, nsamples=20000, nrepeat=5)
+    assert len(pvalues) == 5 and all(0 <= p <= 1 for p in pvalues)
+    with pytest.raises(AssertionError, match="Generator test fails"):
+        tu.verify_generator(lambda n: rng.normal(0.1, 1.0, size=n), buckets, probs, nsamples=20000, nrepeat=5)
+    with pytest.raises(AssertionError):            # samples outside every bucket count against the fit
+        tu.verify_generator(lambda n: rng.normal(size=n), buckets[1:3], [0.5, 0.5], nsamples=20000, nrepeat=3)
+
+
+def test_verify_generator_discrete_buckets():
+    rng = np.random.default_rng(1)
+    tu.verify_generator(lambda n: rng.integers(0, 3, size=n), [0, 1, 2], [1 / 3] * 3, nsamples=9000)
+    with pytest.raises(AssertionError):
+        tu.verify_generator(lambda n: rng.choice(3, size=n, p=[0.4, 0.3, 0.3]), [0, 1, 2], [1 / 3] * 3,
+                            nsamples=9000)
+
+
+def test_gen_buckets_probs_with_ppf_and_moment_checks():
+    buckets, probs = tu.gen_buckets_probs_with_ppf(lambda p: 2 * p - 1, 4)    # uniform(-1, 1)
+    assert buckets == [(-1.0, -0.5), (-0.5, 0.0), (0.0, 0.5), (0.5, 1.0)] and probs == [0.25] * 4
+    rng = np.random.default_rng(2)
+    assert tu.mean_check(lambda n: rng.normal(size=n), 0.0, 1.0, nsamples=20000)
+    assert not tu.mean_check(lambda n: rng.normal(0.5, 1.0, size=n), 0.0, 1.0, nsamples=20000)
+    assert tu.var_check(lambda n: rng.normal(size=n), 1.0, nsamples=20000)
+    with pytest.raises(mx.MXNetError, match="nbuckets"):
+        tu.gen_buckets_probs_with_ppf(lambda p: p, 0)
+
+
+def test_retry_reruns_assertion_failures_only():
+    calls = []
+
+    @tu.retry(3)
+    def flaky():
+        calls.append(1)
+        assert len(calls) == 3
+    flaky()
+    assert len(calls) == 3

@@ -75,6 +75,8 @@ class OpDef:
     creates: bool = False                    # no array inputs; takes ctx= and makes a new array
     dynamic_shape: bool = False              # output shape depends on input values (boolean_mask)
     hidden: bool = False                     # internal (gradient helpers such as _sum_to): still nd._name, as MXNet
+    open_attrs: bool = False                 # any attribute is accepted and kept as a string (Custom: op_type plus
+                                             # its prop's keyword arguments); parse() validates them
     test: Optional[OpTest] = None
     doc: str = ""
 

@@ -271,7 +271,7 @@ def _read_graph(doc, version, where, depth):
         for key, value in raw.items():
             if key.startswith("__") and key.endswith("__"):
                 continue
-            if key not in op.attrs:
+            if key not in op.attrs and not op.open_attrs:
                 if key in _IGNORABLE:
                     continue
                 if key.endswith(("_lr_mult", "_wd_mult")):

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import attribute, name as name_module
 from .._atomic import write_atomic
-from ..base import MXNetError
+from ..base import MXNetError, NotImplementedForSymbol
 from ..ops import registry
 from ..ops.binding import bind_call
 from ..serialization import dtype_code
@@ -338,27 +338,28 @@ class Symbol:
 
     __hash__ = object.__hash__
 
-    def _no_data(self, what):
+    def _no_data(self, function):
+        # NotImplementedForSymbol is what MXNet raises here (an MXNetError); the hint covers the common cause.
         where = user_location()
-        raise MXNetError(f"{what} on a traced value: while hybridize() traces, arrays are symbols without data, "
-                         "so Python control flow cannot depend on them. Use mx.nd.contrib.cond / foreach / "
-                         "while_loop (F.contrib.* in hybrid_forward), or do not hybridize this block"
-                         + (f"\n  at {where}" if where else ""))
+        raise NotImplementedForSymbol(function, None, hint=(
+            "A Symbol has no data (while hybridize() traces, arrays are Symbols), so Python control flow cannot "
+            "depend on it. Use mx.nd.contrib.cond / foreach / while_loop (F.contrib.* in hybrid_forward), or do "
+            "not hybridize this block" + (f"\n  at {where}" if where else "")))
 
     def __bool__(self):
-        self._no_data("bool()/if")
+        self._no_data("bool")
 
     def __float__(self):
-        self._no_data("float()")
+        self._no_data("float")
 
     def __int__(self):
-        self._no_data("int()")
+        self._no_data("int")
 
     def asnumpy(self):
-        self._no_data("asnumpy()")
+        self._no_data("asnumpy")
 
     def asscalar(self):
-        self._no_data("asscalar()")
+        self._no_data("asscalar")
 
     def __copy__(self):
         return Symbol(self._outputs)

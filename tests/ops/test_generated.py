@@ -177,9 +177,11 @@ def test_second_order_gradient(op, data):
     _run_all(check_grad2, op, data)
 
 
-# Ops whose attribute is a compiled object or a subgraph Symbol; tested where they are made.
+# Ops whose attribute is a compiled object or a subgraph Symbol, or that run a user's Python operator; tested
+# where they are made.
 PLAN_ONLY = {"_fused_elemwise": "tests/symbol/test_fuse.py", "_foreach": "tests/symbol/test_control_flow.py",
-             "_while_loop": "tests/symbol/test_control_flow.py", "_cond": "tests/symbol/test_control_flow.py"}
+             "_while_loop": "tests/symbol/test_control_flow.py", "_cond": "tests/symbol/test_control_flow.py",
+             "Custom": "tests/test_operator.py", "_backward_Custom": "tests/test_operator.py"}
 
 
 def test_every_public_op_declares_tests():
