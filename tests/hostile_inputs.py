@@ -1,11 +1,16 @@
 """Shared by the hostile-input tests (tests/symbol/test_json_fuzz.py, tests/gluon/test_symbol_block_hostile.py,
-tests/gluon/test_trainer_states_hostile.py): hypothesis strategies that mutate JSON documents (structure and
-values) and bytes, and the property every generated input must have: a result or an MXNetError - never another
-exception - within TIME_LIMIT_S seconds and MEMORY_LIMIT bytes of Python/numpy allocations (tracemalloc's peak)."""
+tests/gluon/test_trainer_states_hostile.py, tests/ndarray/test_load_fuzz.py, tests/test_recordio_fuzz.py):
+mutations of JSON documents (structure and values) and of binary files (hypothesis strategies), and the property
+every generated input must have: a result or an MXNetError - never another exception - within TIME_LIMIT_S seconds
+and MEMORY_LIMIT bytes of Python/numpy allocations (tracemalloc's peak).
+
+Memory is traced only around the call under test (numpy reports its buffers to tracemalloc): tracing hypothesis'
+own work as well would make it several times slower."""
 import contextlib
 import copy
 import json
 import random
+import struct
 import time
 import tracemalloc
 
@@ -48,6 +53,12 @@ def outcome(fn, *args):
     except MXNetError as err:
         assert str(err), "an MXNetError must say what is wrong"
         return err
+
+
+def bounded_outcome(fn, *args):
+    """outcome(fn, *args) within the time and memory bounds."""
+    with bounded(fn.__name__):
+        return outcome(fn, *args)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -182,3 +193,68 @@ def each(inputs, check):
         except Exception as err:
             err.add_note(f"hostile input: {value!r:.3000}")
             raise
+
+
+# ---------------------------------------------------------------------------------------------------------
+# binary formats (.params, RecordIO): byte mutations as hypothesis strategies
+# Values a hostile length, count, shape or flag field takes: edges of every integer width, powers of two.
+INTERESTING = sorted({0, 1, 2, 3, 4, 7, 8, 12, 31, 32, 33, 64, 255, 256, 4096, 0x112, 0x7FFF, 0xFFFF, 1 << 20,
+                      1 << 24, (1 << 29) - 1, 1 << 29, 1 << 30, (1 << 31) - 1, 1 << 31, (1 << 32) - 1, 1 << 32,
+                      1 << 40, 1 << 62, (1 << 63) - 1, (1 << 64) - 1, -1, -2, -(1 << 31), -(1 << 63)})
+
+
+def pack_field(value, fmt):
+    """`value` as a 4- or 8-byte little-endian field, wrapped to the width (as a C reader would see it)."""
+    bits = 8 * struct.calcsize(fmt)
+    return struct.pack("<" + fmt.upper(), value % (1 << bits))
+
+
+_POS = st.integers(0, 1 << 16)                       # reduced modulo the input's length
+_MUTATION = st.one_of(
+    st.tuples(st.just("flip"), _POS, st.integers(0, 7)),
+    st.tuples(st.just("truncate"), _POS),
+    st.tuples(st.just("field"), _POS, st.sampled_from(INTERESTING), st.sampled_from("iq"), st.booleans(),
+              st.booleans()),
+    st.tuples(st.just("insert"), _POS, st.binary(min_size=1, max_size=16)),
+    st.tuples(st.just("delete"), _POS, st.integers(1, 16)),
+    st.tuples(st.just("splice"), _POS, _POS, st.integers(1, 64)),
+)
+
+
+def _apply(buf, mutation):
+    kind, pos = mutation[0], mutation[1] % (len(buf) + 1)
+    if kind == "flip":
+        if pos < len(buf):
+            buf[pos] ^= 1 << mutation[2]
+    elif kind == "truncate":
+        del buf[pos:]
+    elif kind == "field":                 # overwrite or insert a length/count/shape field, usually aligned
+        _, _, value, fmt, aligned, insert = mutation
+        if aligned:
+            pos -= pos % 4
+        field = pack_field(value, fmt)
+        buf[pos:pos if insert else pos + len(field)] = field
+    elif kind == "insert":
+        buf[pos:pos] = mutation[2]
+    elif kind == "delete":
+        del buf[pos:pos + mutation[2]]
+    else:                                 # copy a chunk of the file over another place (a duplicated record)
+        src = mutation[2] % (len(buf) + 1)
+        buf[pos:pos] = buf[src:src + mutation[3]]
+    return buf
+
+
+MUTATIONS = st.lists(_MUTATION, min_size=1, max_size=4)
+
+
+def mutate(seed, mutations):
+    """`seed` (bytes) after the mutations, in order."""
+    buf = bytearray(seed)
+    for m in mutations:
+        buf = _apply(buf, m)
+    return bytes(buf)
+
+
+def mutated(seeds):
+    """Inputs made from one of the byte strings `seeds` (a dict name -> bytes) by one to four mutations."""
+    return st.tuples(st.sampled_from(sorted(seeds)), MUTATIONS).map(lambda t: mutate(seeds[t[0]], t[1]))

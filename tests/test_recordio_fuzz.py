@@ -13,7 +13,8 @@ from hypothesis import given, settings, strategies as st
 from mixnet import recordio
 from mixnet.base import MXNetError
 
-from fuzzing import INTERESTING, MUTATIONS, bounded, mutate
+from hostile_inputs import INTERESTING, MUTATIONS, bounded_outcome, mutate
+
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "recordio")
 MAGIC = struct.pack("<I", 0xced7230a)
@@ -103,7 +104,7 @@ def test_reading_mutated_rec_files(seeds, scratch, mutations):
     """Each generated list of mutations is applied to every seed's .rec file."""
     for rec, _ in seeds.values():
         path = _write(scratch / "r.rec", mutate(rec, mutations))
-        bounded(read_all, path)
+        bounded_outcome(read_all, path)
 
 
 _NUMBER = st.one_of(st.sampled_from(INTERESTING), st.integers(-(1 << 70), 1 << 70)).map(str)
@@ -122,7 +123,7 @@ def test_indexed_reading_of_mutated_files(seeds, scratch, name, rec_mutations, i
     elif index_edit:
         idx = mutate(idx, index_edit)
     rec_path = _write(scratch / "i.rec", mutate(rec, rec_mutations))
-    bounded(read_indexed, _write(scratch / "i.idx", idx), rec_path)
+    bounded_outcome(read_indexed, _write(scratch / "i.idx", idx), rec_path)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
@@ -131,7 +132,7 @@ def test_unpack_of_mutated_records(seeds, scratch, mutations):
     """Each generated list of mutations is applied to every packed record (MXNet's and mixnet's)."""
     records = read_all(_write(scratch / "u.rec", seeds["mxnet-indexed"][0])) + _packed()
     for packed in records:
-        result = bounded(recordio.unpack, mutate(packed, mutations))
+        result = bounded_outcome(recordio.unpack, mutate(packed, mutations))
         if not isinstance(result, MXNetError):
             header, payload = result
             assert isinstance(payload, bytes)
