@@ -22,8 +22,9 @@ from .json_io import graph_from_json, graph_to_json
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "make_function",
            "build_functions", "create_node"]
 
-# inputs whose auto-created variables MXNet gives an initializer (BatchNorm's running statistics)
-_INPUT_INIT = {("BatchNorm", "moving_mean"): '["zero", {}]', ("BatchNorm", "moving_var"): '["one", {}]'}
+# inputs whose auto-created variables MXNet gives an initializer (BatchNorm's running statistics, PReLU's slope)
+_INPUT_INIT = {("BatchNorm", "moving_mean"): '["zero", {}]', ("BatchNorm", "moving_var"): '["one", {}]',
+               ("LeakyReLU", "gamma"): '["Constant", {"value": 0.25}]'}
 
 
 # {variable name: NDArray} while hybridize traces: arrays made inside forward become constant inputs of the graph
