@@ -430,6 +430,8 @@ class HybridBlock(Block):
                           static_shape=static_shape, inline_limit=inline_limit, **kwargs)
 
     def _run_forward(self, args, kwargs):
+        if not cached_graph.TRACING.get() and cached_graph.symbolic_inputs(args, kwargs):
+            return cached_graph.call_symbolic(self, args, kwargs)
         if self._active and not cached_graph.TRACING.get() and not cached_graph.EAGER.get():
             if kwargs:
                 bound = self._keywords_as_positions(args, kwargs)

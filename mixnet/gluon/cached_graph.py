@@ -198,6 +198,40 @@ class CachedGraph:
         return unflatten(list(outs), self.out_structure)
 
 
+def symbolic_inputs(args, kwargs):
+    """Whether a call's (nested) arguments hold Symbols; raises if they mix Symbols and NDArrays (MXNet's
+    ValueError: a block runs either on arrays or symbolically, never both at once)."""
+    from ..symbol import Symbol
+    kinds = set()
+
+    def visit(x):
+        if isinstance(x, (list, tuple)):
+            for item in x:
+                visit(item)
+        elif isinstance(x, Symbol):
+            kinds.add("Symbol")
+        elif isinstance(x, NDArray):
+            kinds.add("NDArray")
+
+    visit(list(args) + list(kwargs.values()))
+    if len(kinds) == 2:
+        from .utils import InvalidArgument
+        raise InvalidArgument("a HybridBlock's inputs are all Symbols or all NDArrays; got both (mixed NDArray "
+                              "and Symbol inputs are not supported, as in MXNet)")
+    return "Symbol" in kinds
+
+
+def call_symbolic(block, args, kwargs):
+    """`block(mx.sym.var('data'))`: the block's graph on the given Symbols, as MXNet 1.x returns it. The
+    forward runs as hybridize() traces it (F = mx.sym, each parameter as its `Parameter.var()`, children
+    inline, node names under the block's prefix), hybridized or not; nothing is cached or compiled."""
+    token = TRACING.set(True)
+    try:
+        return block.forward(*args, **kwargs)
+    finally:
+        TRACING.reset(token)
+
+
 def retrace_reason(key, known):
     """Why `key` needed a trace of its own, compared with the newest known signature."""
     if not known:

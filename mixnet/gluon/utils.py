@@ -22,7 +22,7 @@ __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "do
 
 
 class InvalidArgument(MXNetError, ValueError):
-    """Invalid arguments to a gluon.utils function (catchable as MXNetError or ValueError)."""
+    """Invalid arguments to a gluon function or block call (catchable as MXNetError or ValueError)."""
 
 
 def _nd():
