@@ -1,10 +1,17 @@
 """`mx.test_utils`: the helpers MXNet's own tests (and users' tests) import, in plain numpy plus `.asnumpy()`.
 
+The Symbol checks (check_symbolic_forward/backward, check_numeric_gradient, check_consistency, simple_forward)
+bind Symbols with mixnet's executor (mixnet/symbol/executor.py) as MXNet's do.
+
 Differences from MXNet, on purpose:
-* `check_numeric_gradient` takes a Python callable (NDArrays in, NDArray or tuple of NDArrays out) instead of a
-  Symbol, because mixnet has no Symbol API yet. Analytic gradients come from `mx.autograd`; both they and the
-  central finite differences are computed in float64 by default.
-* `rand_ndarray` only makes dense arrays (`stype='default'`): mixnet has no sparse storage.
+* `check_numeric_gradient` also takes a Python callable instead of a Symbol (NDArrays in, NDArray or tuple of
+  NDArrays out), differentiated with `mx.autograd` in float64 by default.
+* `check_symbolic_backward` and `check_numeric_gradient` check grad_req='add' in the gradient buffer's dtype
+  (MXNet subtracts the float64 initial values, so a float32 buffer's rounding counts against the check).
+* `check_consistency` refuses a ctx_list entry whose context is not available here (a GPU on a machine without
+  one) with an MXNetError naming the entry; MXNet fails inside simple_bind.
+* Only dense arrays: `rand_ndarray` with a sparse stype, `rand_sparse_ndarray`, `create_sparse_array` and
+  sparse `w_stype`/`g_stype`/`grad_stypes` raise MXNetError (mixnet has no sparse storage).
 * `effective_dtype` is the array's dtype: mixnet never computes float32 in reduced precision (no TF32).
 * `np.bool_` is used where MXNet's file says `np.bool` (gone in NumPy >= 1.24).
 """

@@ -350,3 +350,15 @@ def test_compare_optimizer_same_and_different():
     with pytest.raises(mx.MXNetError, match="sparse"):
         tu.compare_optimizer(mx.optimizer.SGD(), mx.optimizer.SGD(), (3,), np.float32, w_stype="row_sparse")
     tu.compare_ndarray_tuple((mx.nd.ones(2), (mx.nd.zeros(1),)), (np.ones(2), (np.zeros(1),)))
+
+
+def test_compare_optimizer_multi_tensor():
+    # opt2 updates every tensor in one call with lists (MXNet's multi-tensor form), opt1 one at a time
+    shapes = [(3, 4), (5,), (2, 2)]
+    for dtype, kwargs in ((np.float32, {}), (np.float16, {"multi_precision": True})):
+        tu.compare_optimizer(mx.optimizer.LAMB(**kwargs), mx.optimizer.LAMB(**kwargs), shapes, dtype,
+                             rtol=1e-6, atol=1e-3, ntensors=len(shapes))
+    with pytest.raises(AssertionError):
+        tu.compare_optimizer(mx.optimizer.LAMB(), mx.optimizer.LAMB(wd=0.5), shapes, np.float32,
+                             ntensors=len(shapes))
+
