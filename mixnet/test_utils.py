@@ -636,12 +636,13 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     for name in expected:
         label = (f"EXPECTED_{name}", f"BACKWARD_{name}")
         got = grads[name].asnumpy()
+        start = initial[name].astype(got.dtype)
         if reqs[name] == "write":
             assert_almost_equal(expected[name], got, rtol, atol, label, equal_nan=equal_nan)
         elif reqs[name] == "add":
-            assert_almost_equal(expected[name], got - initial[name].astype(got.dtype), rtol, atol, label, equal_nan=equal_nan)
+            assert_almost_equal(expected[name], got - start, rtol, atol, label, equal_nan=equal_nan)
         else:
-            assert_almost_equal(initial[name], got, rtol, atol, label, equal_nan=equal_nan)
+            assert_almost_equal(start, got, rtol, atol, label, equal_nan=equal_nan)
     return grads
 
 
@@ -665,7 +666,7 @@ def _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol,
     unknown = [k for k in reqs if k not in names]
     if unknown:
         raise MXNetError(f"{function}: grad_nodes {unknown} are not arguments of the symbol {names}")
-    _grad_reqs(function, list(reqs), reqs)
+    reqs = _grad_reqs(function, list(reqs), reqs)
     for name, stype in (grad_stype_dict or {}).items():
         if stype not in (None, "default"):
             raise _no_sparse(f"{function} (gradient of {name!r})", stype)
@@ -693,41 +694,41 @@ def _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol,
     for name, req in reqs.items():
         label = (f"NUMERICAL_{name}", f"BACKWARD_{name}")
         got = grads[name].asnumpy()
+        start = initial[name].astype(got.dtype)
         if req == "write":
             assert_almost_equal(numeric[name], got, rtol, atol, label)
         elif req == "add":
-            assert_almost_equal(numeric[name], got - initial[name].astype(got.dtype), rtol, atol, label)
+            assert_almost_equal(numeric[name], got - start, rtol, atol, label)
         else:
-            assert_almost_equal(initial[name], got, rtol, atol, label)
+            assert_almost_equal(start, got, rtol, atol, label)
 
 
 def _numeric_grad(exe, location, aux_states, eps, use_forward_train, dtype):
     """Central finite differences of sum(exe's first output) for each element of each array in location
     ({name: numpy array}); arguments of an integer dtype are not differentiable and get zeros. The aux states
     are restored before every forward, since a training forward may update them."""
+    def objective(name, value):
+        exe.arg_dict[name][:] = value
+        for key, aux in aux_states.items():
+            exe.aux_dict[key][:] = aux
+        return exe.forward(is_train=use_forward_train)[0].asnumpy()
+
     grads = {}
     for name, value in location.items():
         grads[name] = np.zeros(value.shape, dtype=dtype)
         if value.dtype.kind != "f":
             continue
-        flat = np.array(value, dtype=dtype).reshape(-1)
-        target = exe.arg_dict[name]
-
-        def objective():
-            target[:] = flat.reshape(value.shape)
-            for key, aux in aux_states.items():
-                exe.aux_dict[key][:] = aux
-            return exe.forward(is_train=use_forward_train)[0].asnumpy()
-
+        value = np.array(value, dtype=dtype)
+        flat, flat_grad = value.reshape(-1), grads[name].reshape(-1)      # views: writing them moves value
         for i in range(flat.size):
             orig = flat[i]
             flat[i] = orig + eps / 2.0
-            plus = objective()
+            plus = objective(name, value)
             flat[i] = orig - eps / 2.0
-            minus = objective()
+            minus = objective(name, value)
             flat[i] = orig
-            grads[name].reshape(-1)[i] = (plus - minus).sum() / eps
-        target[:] = flat.reshape(value.shape)
+            flat_grad[i] = (plus - minus).sum() / eps
+        exe.arg_dict[name][:] = value
     return grads
 
 
@@ -786,14 +787,17 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
             if arr is not None and grad_req == "add":
                 arr[:] = 0
 
-    def compare(phase, i, gt_idx, name, arr, ref, rt, at):
+    def report(phase, i, name, detail):
+        message = f"{phase} error: ctx_list[{i}] vs ctx_list[{gt_idx}] at {name!r}:{detail}"
+        if raise_on_err:
+            raise AssertionError(message)
+        print(message)
+
+    def compare(phase, i, name, arr, ref, rt, at):
         try:
             assert_almost_equal(arr, ref, rtol=rt, atol=at, equal_nan=equal_nan)
         except AssertionError as err:
-            message = f"{phase} error: ctx_list[{i}] vs ctx_list[{gt_idx}] at {name!r}:{err}"
-            if raise_on_err:
-                raise AssertionError(message) from None
-            print(message)
+            report(phase, i, name, err)
 
     # inference
     for exe in exes:
@@ -804,7 +808,7 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
     for i, exe in enumerate(exes):
         if i != gt_idx:
             for name, arr in zip(output_names, exe.outputs):
-                compare("Predict", i, gt_idx, name, arr, gt[name], rtol, atol)
+                compare("Predict", i, name, arr, gt[name], rtol, atol)
     if grad_req == "null":
         return gt
 
@@ -827,14 +831,15 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
             ref = gt.get(name)
             if ref is None or arr is None:
                 if (ref is None) != (arr is None):
-                    compare("Train", i, gt_idx, name, np.asarray(arr is None), np.asarray(ref is None), 0, 0)
+                    report("Train", i, name, f" one run has a gradient and the other none (grad_req {grad_req!r})")
                 continue
             rt, at = rtol, atol
             # a float32 gradient (e.g. BatchNorm's gamma) of a float16 run is only as precise as float16
-            small_arr, small_ref = _smaller_dtype(arr.dtype, dtypes[i]), _smaller_dtype(ref.dtype, dtypes[gt_idx])
+            small_arr = _smaller_dtype(arr.dtype, dtypes[i])
+            small_ref = _smaller_dtype(ref.dtype, dtypes[gt_idx])
             if small_arr != arr.dtype or small_ref != ref.dtype:
                 rt, at = get_tols(np.empty(0, small_arr), np.empty(0, small_ref), rtol, atol)
-            compare("Train", i, gt_idx, name, arr, ref, rt, at)
+            compare("Train", i, name, arr, ref, rt, at)
     return gt
 
 
