@@ -1,10 +1,17 @@
 """`mx.test_utils`: the helpers MXNet's own tests (and users' tests) import, in plain numpy plus `.asnumpy()`.
 
+The Symbol checks (check_symbolic_forward/backward, check_numeric_gradient, check_consistency, simple_forward)
+bind Symbols with mixnet's executor (mixnet/symbol/executor.py) as MXNet's do.
+
 Differences from MXNet, on purpose:
-* `check_numeric_gradient` takes a Python callable (NDArrays in, NDArray or tuple of NDArrays out) instead of a
-  Symbol, because mixnet has no Symbol API yet. Analytic gradients come from `mx.autograd`; both they and the
-  central finite differences are computed in float64 by default.
-* `rand_ndarray` only makes dense arrays (`stype='default'`): mixnet has no sparse storage.
+* `check_numeric_gradient` also takes a Python callable instead of a Symbol (NDArrays in, NDArray or tuple of
+  NDArrays out), differentiated with `mx.autograd` in float64 by default.
+* `check_symbolic_backward` and `check_numeric_gradient` check grad_req='add' in the gradient buffer's dtype
+  (MXNet subtracts the float64 initial values, so a float32 buffer's rounding counts against the check).
+* `check_consistency` refuses a ctx_list entry whose context is not available here (a GPU on a machine without
+  one) with an MXNetError naming the entry; MXNet fails inside simple_bind.
+* Only dense arrays: `rand_ndarray` with a sparse stype, `rand_sparse_ndarray`, `create_sparse_array` and
+  sparse `w_stype`/`g_stype`/`grad_stypes` raise MXNetError (mixnet has no sparse storage).
 * `effective_dtype` is the array's dtype: mixnet never computes float32 in reduced precision (no TF32).
 * `np.bool_` is used where MXNet's file says `np.bool` (gone in NumPy >= 1.24).
 """
@@ -47,33 +54,66 @@ def default_dtype():
 
 # ---------------------------------------------------------------------------------------------------------
 # tolerances
-_RTOLS = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-5}
-_ATOLS = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-20}
+_FLOATS = (np.float16, np.float32, np.float64)
+_EXACT = (np.bool_, np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64)
+
+
+def default_rtols():
+    """Relative tolerance per dtype: float16 1e-2, float32 1e-4, float64 1e-5, exact types 0."""
+    return {**{np.dtype(t): 0 for t in _EXACT},
+            np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-5}
+
+
+def default_atols():
+    """Absolute tolerance per dtype: float16 1e-1, float32 1e-3, float64 1e-20, exact types 0."""
+    return {**{np.dtype(t): 0 for t in _EXACT},
+            np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-20}
+
+
+def default_numeric_eps():
+    """Finite-difference step per float dtype (powers of two, so adding one to an input drops no bits)."""
+    return {np.dtype(np.float16): 1.0 / 2 ** 6, np.dtype(np.float32): 1.0 / 2 ** 9,
+            np.dtype(np.float64): 1.0 / 2 ** 14}
 
 
 def _dtype_of(x):
+    if isinstance(x, numbers.Number):
+        return np.asarray(x).dtype
     if hasattr(x, "dtype"):
         return np.dtype(x.dtype)
     return np.asarray(x).dtype
 
 
-def get_rtol(rtol=None, dtype=np.dtype(np.float32)):
-    """rtol if given, else MXNet's default for dtype (float16 1e-2, float32 1e-4, float64 1e-5, exact types 0)."""
-    return _RTOLS.get(np.dtype(dtype), 0) if rtol is None else rtol
+def get_tolerance(dat, tol, default_tol):
+    """tol itself when it is a number; else tol[dtype] (tol a dict dtype -> float) falling back to
+    default_tol[dtype], for dat's effective dtype (a dtype without an entry gets 0: exact comparison)."""
+    if isinstance(tol, numbers.Number):
+        return tol
+    dtype = effective_dtype(dat) if hasattr(dat, "dtype") else _dtype_of(dat)
+    tol = {np.dtype(k): v for k, v in (tol or {}).items()}
+    return tol.get(dtype, default_tol.get(dtype, 0))
 
 
-def get_atol(atol=None, dtype=np.dtype(np.float32)):
-    """atol if given, else MXNet's default for dtype (float16 1e-1, float32 1e-3, float64 1e-20, exact 0)."""
-    return _ATOLS.get(np.dtype(dtype), 0) if atol is None else atol
+def get_rtol(rtol=None, dtype=np.dtype(np.float64)):
+    """rtol if given, else the default for dtype (see default_rtols)."""
+    return default_rtols().get(np.dtype(dtype), 0) if rtol is None else rtol
+
+
+def get_atol(atol=None, dtype=np.dtype(np.float64)):
+    """atol if given, else the default for dtype (see default_atols)."""
+    return default_atols().get(np.dtype(dtype), 0) if atol is None else atol
+
+
+def get_etol(etol=None):
+    """The tolerated fraction of mismatching elements: etol, else 0."""
+    return 0 if etol is None else etol
 
 
 def get_tols(x, y, rtol, atol):
-    """Tolerances for comparing x and y: the looser default of the two dtypes."""
-    dtypes = [_dtype_of(x), _dtype_of(y)]
-    if rtol is None:
-        rtol = max(get_rtol(None, d) for d in dtypes)
-    if atol is None:
-        atol = max(get_atol(None, d) for d in dtypes)
+    """Tolerances for comparing x and y: a number as given; None or a dict dtype -> float picks per dtype,
+    and the looser of x's and y's applies."""
+    rtol = max(get_tolerance(v, rtol, default_rtols()) for v in (x, y))
+    atol = max(get_tolerance(v, atol, default_atols()) for v in (x, y))
     return rtol, atol
 
 
@@ -163,6 +203,29 @@ def assert_almost_equal_ignore_nan(a, b, rtol=None, atol=None, names=("a", "b"))
     assert_almost_equal(a, b, rtol, atol, names)
 
 
+def assert_almost_equal_with_err(a, b, rtol=None, atol=None, etol=None, names=("a", "b"), equal_nan=False,
+                                 mismatches=(10, 10)):
+    """assert_almost_equal that tolerates a fraction etol of mismatching elements (etol None or 0: none)."""
+    etol = get_etol(etol)
+    if etol <= 0:
+        assert_almost_equal(a, b, rtol, atol, names, equal_nan, mismatches=mismatches)
+        return
+    rtol, atol = get_tols(a, b, rtol, atol)
+    a_np, b_np = _prepare(a, b, use_broadcast=True)
+    ok = _within(a_np, b_np, rtol, atol, equal_nan)
+    error_rate = 1.0 - float(np.mean(ok)) if ok.size else 0.0
+    if error_rate > etol:
+        try:
+            assert_almost_equal(a_np, b_np, rtol, atol, names, equal_nan, mismatches=mismatches)
+        except AssertionError as err:
+            raise AssertionError(f"error rate {error_rate:.6f} exceeds etol={etol}:{err}") from None
+
+
+def assert_allclose(a, b, rtol=1e-07, atol=0, equal_nan=True):
+    """numpy.testing.assert_allclose's defaults on assert_almost_equal."""
+    assert_almost_equal(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
 def same(a, b):
     """Exact equality of values and shapes."""
     return np.array_equal(_as_numpy(a), _as_numpy(b))
@@ -207,15 +270,44 @@ def random_sample(population, k):
     return [population[i] for i in idx]
 
 
-def rand_ndarray(shape, stype="default", density=None, dtype=None, ctx=None, **kwargs):
-    """A random dense NDArray (standard normal values). mixnet has no sparse storage, so stype must be
-    'default'."""
+def _no_sparse(function, stype):
+    return MXNetError(f"{function}: stype={stype!r} needs sparse storage, which mixnet does not have (every "
+                      "array is dense); use stype='default'")
+
+
+def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
+                 shuffle_csr_indices=False, distribution=None, ctx=None):
+    """A random dense NDArray of standard-normal values (float32 unless dtype says otherwise). The sparse
+    arguments (density, modifier_func, shuffle_csr_indices, distribution) only matter for the sparse stypes,
+    which mixnet does not have: any stype but 'default' raises MXNetError."""
     from .ndarray.ndarray import array
     if stype != "default":
-        raise MXNetError(f"rand_ndarray: stype={stype!r} needs sparse storage, which mixnet does not have "
-                         "(arrays are dense); use stype='default'")
+        raise _no_sparse("rand_ndarray", stype)
     data = np.random.randn(*shape) if len(shape) else np.array(np.random.randn())
     return array(data, ctx=ctx or default_context(), dtype=dtype or np.float32)
+
+
+def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None, data_init=None,
+                        rsp_indices=None, modifier_func=None, shuffle_csr_indices=False, ctx=None):
+    """MXNet's sparse generator: mixnet has no sparse storage, so this always raises MXNetError."""
+    raise _no_sparse("rand_sparse_ndarray", stype)
+
+
+def create_sparse_array(shape, stype, data_init=None, rsp_indices=None, dtype=None, modifier_func=None,
+                        density=.5, shuffle_csr_indices=False):
+    """MXNet's sparse constructor: mixnet has no sparse storage, so this always raises MXNetError."""
+    raise _no_sparse("create_sparse_array", stype)
+
+
+def create_sparse_array_zd(shape, stype, density, data_init=None, rsp_indices=None, dtype=None,
+                           modifier_func=None, shuffle_csr_indices=False):
+    """MXNet's sparse constructor: mixnet has no sparse storage, so this always raises MXNetError."""
+    raise _no_sparse("create_sparse_array_zd", stype)
+
+
+def rand_coord_2d(x_low, x_high, y_low, y_high):
+    """A random integer point (x, y) with x_low <= x <= x_high, y_low <= y <= y_high."""
+    return int(np.random.randint(x_low, x_high + 1)), int(np.random.randint(y_low, y_high + 1))
 
 
 def _rand_dim(dim, allow_zero_size):
@@ -290,25 +382,41 @@ def environment(*args):
 
 # ---------------------------------------------------------------------------------------------------------
 # gradients
-def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-3, rtol=1e-2, atol=None,
+def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rtol=None, atol=None,
                            grad_nodes=None, use_forward_train=True, ctx=None, grad_stype_dict=None,
-                           dtype=np.float64):
-    """Compares autograd's gradients of `sym` with central finite differences.
+                           dtype=None):
+    """Compares the analytic gradients of `sym` with central finite differences; AssertionError on a mismatch.
 
-    mixnet has no Symbol API yet, so `sym` is a Python callable taking NDArrays (positionally when `location` is
-    a list, by keyword when it is a dict) and returning an NDArray or a tuple/list of them. The objective is
-    sum(output * random projection) over the outputs; each input element is moved by +-numeric_eps/2.
-    Computation is in `dtype` (float64 by default, so finite differences are accurate). grad_nodes: the
-    names (dict location) or positions (list location) to check; default all. atol defaults to 1e-4.
-    Raises AssertionError on a mismatch."""
+    For a Symbol, as MXNet does: `location` holds the arguments' values (a list in list_arguments() order or
+    a dict by name), `aux_states` the auxiliary states' (restored before every forward). The objective is
+    make_loss(sym * random projection) (sym must have one output); each input element is moved by
+    +-numeric_eps/2. `dtype` defaults to float32, numeric_eps to default_numeric_eps()[dtype], rtol/atol to
+    the dtype's defaults. grad_nodes: names to check (default all arguments), or a dict name -> grad_req
+    ('write', 'add' or 'null', each checked accordingly).
+
+    mixnet also takes a Python callable for `sym` (NDArrays in, positionally for a list location or by
+    keyword for a dict, an NDArray or a tuple of them out): it is differentiated with mx.autograd, by default
+    in float64 with numeric_eps 1e-3, rtol 1e-2, atol 1e-4; grad_nodes are then names or list positions."""
+    if _is_symbol(sym):
+        return _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
+                                              use_forward_train, ctx, grad_stype_dict, dtype)
+    return _check_numeric_gradient_callable(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
+                                            use_forward_train, ctx, dtype)
+
+
+def _check_numeric_gradient_callable(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
+                                     use_forward_train, ctx, dtype):
     from . import autograd
     from .ndarray.ndarray import NDArray, array
-    if not callable(sym) or (type(sym).__name__ == "Symbol"):
-        raise MXNetError("check_numeric_gradient: mixnet has no Symbol API yet; pass a Python callable that "
-                         "takes NDArrays and returns an NDArray (or a tuple of them)")
+    if not callable(sym):
+        raise MXNetError(f"check_numeric_gradient: expected a Symbol or a Python callable that takes NDArrays "
+                         f"and returns an NDArray (or a tuple of them), got {type(sym).__name__}")
     if aux_states:
-        raise MXNetError("check_numeric_gradient: aux_states needs the Symbol API; pass them to your callable "
+        raise MXNetError("check_numeric_gradient: aux_states are for a Symbol; pass them to your callable "
                          "as ordinary inputs instead")
+    numeric_eps = 1e-3 if numeric_eps is None else numeric_eps
+    rtol = 1e-2 if rtol is None else rtol
+    dtype = np.float64 if dtype is None else dtype
     ctx = ctx or default_context()
     dtype = np.dtype(dtype)
     if isinstance(location, dict):
@@ -383,6 +491,425 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-3, rto
 def _sum_all(x):
     from .ops.common import call
     return call("_sum_to", x, shape=(1,) * x.ndim).reshape((1,))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# checking Symbols: forward, backward, numeric gradients, consistency across contexts and dtypes
+def _is_symbol(x):
+    from .symbol.symbol import Symbol
+    return isinstance(x, Symbol)
+
+
+def _check_dtype(function, dtype, allow_asnumpy=True):
+    """dtype as given ('asnumpy': each array keeps its numpy dtype) or an error naming the function."""
+    if allow_asnumpy and isinstance(dtype, str) and dtype == "asnumpy":
+        return dtype
+    try:
+        if np.dtype(dtype) in (np.dtype(t) for t in _FLOATS):
+            return np.dtype(dtype)
+    except TypeError:
+        pass
+    also = " or 'asnumpy'" if allow_asnumpy else ""
+    raise MXNetError(f"{function}: dtype must be float16, float32 or float64{also}, got {dtype!r}")
+
+
+def _nd(value, ctx, dtype):
+    """An NDArray as it is, anything else as an NDArray of dtype (its own dtype for 'asnumpy')."""
+    from .ndarray.ndarray import NDArray, array
+    if isinstance(value, NDArray):
+        return value
+    value = np.asarray(value)
+    return array(value, ctx=ctx, dtype=value.dtype if isinstance(dtype, str) else dtype)
+
+
+def _by_name(function, names, values, what):
+    """{name: value} from a list in `names`' order or a dict that has exactly `names` as keys."""
+    if isinstance(values, dict):
+        if set(values) != set(names):
+            raise MXNetError(f"{function}: the {what} given {sorted(values)} do not match the symbol's "
+                             f"{names}")
+        return {n: values[n] for n in names}
+    if isinstance(values, (list, tuple)):
+        if len(values) != len(names):
+            raise MXNetError(f"{function}: {len(values)} {what} given for the symbol's {len(names)} {names}")
+        return dict(zip(names, values))
+    raise MXNetError(f"{function}: {what} must be a list or a dict, got {type(values).__name__}")
+
+
+def _parse_location(function, sym, location, ctx, dtype):
+    values = _by_name(function, sym.list_arguments(), location, "arguments")
+    return {k: _nd(v, ctx, dtype) for k, v in values.items()}
+
+
+def _parse_aux_states(function, sym, aux_states, ctx, dtype):
+    names = sym.list_auxiliary_states()
+    if aux_states is None:
+        if names:
+            raise MXNetError(f"{function}: the symbol has auxiliary states {names}; pass their values as "
+                             "aux_states")
+        return {}
+    values = _by_name(function, names, aux_states, "auxiliary states")
+    return {k: _nd(v, ctx, dtype) for k, v in values.items()}
+
+
+def _grad_reqs(function, names, grad_req):
+    """grad_req (a string, a list in `names`' order or a dict) as a dict over names; a name a dict leaves
+    out gets 'null'."""
+    if isinstance(grad_req, str):
+        reqs = {n: grad_req for n in names}
+    elif isinstance(grad_req, dict):
+        reqs = {n: grad_req.get(n, "null") for n in names}
+    elif isinstance(grad_req, (list, tuple)):
+        reqs = dict(zip(names, grad_req))
+    else:
+        raise MXNetError(f"{function}: grad_req must be a string, a list or a dict, got {grad_req!r}")
+    for name, req in reqs.items():
+        if req not in ("write", "add", "null"):
+            raise MXNetError(f"{function}: invalid grad_req {req!r} for argument {name!r} "
+                             "(expected 'write', 'add' or 'null')")
+    return reqs
+
+
+def simple_forward(sym, ctx=None, is_train=False, **inputs):
+    """Runs sym on numpy inputs given by name; returns its output as a numpy array (a list of them for
+    several outputs)."""
+    ctx = ctx or default_context()
+    exe = sym.bind(ctx, args={k: _nd(v, ctx, np.float32) for k, v in inputs.items()})
+    outputs = [o.asnumpy() for o in exe.forward(is_train=is_train)]
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None, ctx=None,
+                           equal_nan=False, dtype=np.float32):
+    """Binds sym at `location` (a list in list_arguments() order or a dict), runs forward(is_train=False)
+    and compares each output with `expected` (a list in output order or a dict by output name). Values that
+    are not NDArrays become NDArrays of dtype ('asnumpy': their own dtype). Returns the outputs."""
+    function = "check_symbolic_forward"
+    dtype = _check_dtype(function, dtype)
+    ctx = ctx or default_context()
+    args = _parse_location(function, sym, location, ctx, dtype)
+    aux = _parse_aux_states(function, sym, aux_states, ctx, dtype)
+    if isinstance(expected, dict):
+        expected = [expected[k] for k in sym.list_outputs()]
+    exe = sym.bind(ctx, args=args, aux_states=aux)
+    outputs = exe.forward(is_train=False)
+    for name, want, got in zip(sym.list_outputs(), expected, outputs):
+        assert_almost_equal(want, got, rtol, atol, (f"EXPECTED_{name}", f"FORWARD_{name}"), equal_nan=equal_nan)
+    return outputs
+
+
+def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=None, aux_states=None,
+                            grad_req="write", ctx=None, grad_stypes=None, equal_nan=False, dtype=np.float32):
+    """Binds sym at `location`, runs forward(is_train=True) and backward(out_grads) (None: ones) and compares
+    the argument gradients with `expected` (a list in list_arguments() order, possibly shorter, or a dict by
+    name: only those arguments get gradient buffers). Buffers start with random values, so grad_req='write'
+    must overwrite them, 'add' must add to them (the check subtracts them) and 'null' must leave them.
+    Returns {name: gradient NDArray}."""
+    function = "check_symbolic_backward"
+    dtype = _check_dtype(function, dtype)
+    ctx = ctx or default_context()
+    names = sym.list_arguments()
+    args = _parse_location(function, sym, location, ctx, dtype)
+    aux = _parse_aux_states(function, sym, aux_states, ctx, dtype)
+    if isinstance(expected, (list, tuple)):
+        expected = dict(zip(names, expected))
+    unknown = sorted(set(expected) - set(names))
+    if unknown:
+        raise MXNetError(f"{function}: expected gradients for {unknown}, which are not arguments of the symbol "
+                         f"{names}")
+    for name, stype in (grad_stypes or {}).items():
+        if stype not in (None, "default"):
+            raise _no_sparse(f"{function} (gradient of {name!r})", stype)
+    # random initial buffers (drawn in sorted order, for reproducibility) show what each grad_req did; 'add'
+    # is checked in the buffer's dtype, so the rounding of the initial values does not count as an error
+    initial = {k: np.random.normal(size=np.shape(_as_numpy(expected[k]))) for k in sorted(expected)}
+    grads = {k: _nd(v, ctx, _dtype_of(expected[k]) if isinstance(dtype, str) else dtype)
+             for k, v in initial.items()}
+    reqs = _grad_reqs(function, names, grad_req)
+    exe = sym.bind(ctx, args=args, args_grad=grads, grad_req=reqs, aux_states=aux)
+    exe.forward(is_train=True)
+    if isinstance(out_grads, dict):
+        out_grads = [out_grads[k] for k in sym.list_outputs()]
+    if out_grads is not None:
+        out_grads = [_nd(g, ctx, dtype) for g in out_grads]
+    exe.backward(out_grads)
+    for name in expected:
+        label = (f"EXPECTED_{name}", f"BACKWARD_{name}")
+        got = grads[name].asnumpy()
+        start = initial[name].astype(got.dtype)
+        if reqs[name] == "write":
+            assert_almost_equal(expected[name], got, rtol, atol, label, equal_nan=equal_nan)
+        elif reqs[name] == "add":
+            assert_almost_equal(expected[name], got - start, rtol, atol, label, equal_nan=equal_nan)
+        else:
+            assert_almost_equal(start, got, rtol, atol, label, equal_nan=equal_nan)
+    return grads
+
+
+def _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
+                                   use_forward_train, ctx, grad_stype_dict, dtype):
+    function = "check_numeric_gradient"
+    dtype = _check_dtype(function, np.float32 if dtype is None else dtype, allow_asnumpy=False)
+    ctx = ctx or default_context()
+    names = sym.list_arguments()
+    args = _parse_location(function, sym, location, ctx, dtype)
+    aux = _parse_aux_states(function, sym, aux_states, ctx, dtype)
+    if grad_nodes is None:
+        reqs = {k: "write" for k in names}
+    elif isinstance(grad_nodes, dict):
+        reqs = dict(grad_nodes)
+    elif isinstance(grad_nodes, (list, tuple)):
+        reqs = {k: "write" for k in grad_nodes}
+    else:
+        raise MXNetError(f"{function}: grad_nodes must be a list of argument names or a dict name -> grad_req, "
+                         f"got {grad_nodes!r}")
+    unknown = [k for k in reqs if k not in names]
+    if unknown:
+        raise MXNetError(f"{function}: grad_nodes {unknown} are not arguments of the symbol {names}")
+    reqs = _grad_reqs(function, list(reqs), reqs)
+    for name, stype in (grad_stype_dict or {}).items():
+        if stype not in (None, "default"):
+            raise _no_sparse(f"{function} (gradient of {name!r})", stype)
+    outputs = sym.list_outputs()
+    if len(outputs) != 1:
+        raise MXNetError(f"{function}: the symbol must have one output, it has {len(outputs)}: {outputs}")
+    _, out_shapes, _ = sym.infer_shape(**{k: v.shape for k, v in args.items()})
+    proj_name = "__random_proj"
+    # the scalar objective sum(sym * proj); projection elements are kept away from 0 so no input's
+    # influence is lost in rounding
+    loss = mx.sym.make_loss(sym * mx.sym.Variable(proj_name))
+    values = {**args, proj_name: _nd(np.random.rand(*out_shapes[0]) + 0.1, ctx, dtype)}
+    initial = {k: np.random.normal(0, 0.01, size=values[k].shape) for k in reqs}
+    grads = {k: _nd(v, ctx, dtype) for k, v in initial.items()}
+    exe = loss.bind(ctx, args=values, args_grad=grads, grad_req=reqs, aux_states=aux)
+    aux_np = {k: v.asnumpy() for k, v in aux.items()}
+    exe.forward(is_train=True)
+    eps = get_tolerance(exe.outputs[0], numeric_eps, default_numeric_eps())
+    if dtype != np.float64 and eps < 1e-5:
+        raise MXNetError(f"{function}: numeric_eps={eps} is too small for finite differences in {dtype} "
+                         "(use at least 1e-5, or dtype=np.float64)")
+    exe.backward()
+    numeric = _numeric_grad(exe, {k: args[k].asnumpy() for k in reqs if reqs[k] != "null"}, aux_np, eps,
+                            use_forward_train, dtype)
+    for name, req in reqs.items():
+        label = (f"NUMERICAL_{name}", f"BACKWARD_{name}")
+        got = grads[name].asnumpy()
+        start = initial[name].astype(got.dtype)
+        if req == "write":
+            assert_almost_equal(numeric[name], got, rtol, atol, label)
+        elif req == "add":
+            assert_almost_equal(numeric[name], got - start, rtol, atol, label)
+        else:
+            assert_almost_equal(start, got, rtol, atol, label)
+
+
+def _numeric_grad(exe, location, aux_states, eps, use_forward_train, dtype):
+    """Central finite differences of sum(exe's first output) for each element of each array in location
+    ({name: numpy array}); arguments of an integer dtype are not differentiable and get zeros. The aux states
+    are restored before every forward, since a training forward may update them."""
+    def objective(name, value):
+        exe.arg_dict[name][:] = value
+        for key, aux in aux_states.items():
+            exe.aux_dict[key][:] = aux
+        return exe.forward(is_train=use_forward_train)[0].asnumpy()
+
+    grads = {}
+    for name, value in location.items():
+        grads[name] = np.zeros(value.shape, dtype=dtype)
+        if value.dtype.kind != "f":
+            continue
+        value = np.array(value, dtype=dtype)
+        flat, flat_grad = value.reshape(-1), grads[name].reshape(-1)      # views: writing them moves value
+        for i in range(flat.size):
+            orig = flat[i]
+            flat[i] = orig + eps / 2.0
+            plus = objective(name, value)
+            flat[i] = orig - eps / 2.0
+            minus = objective(name, value)
+            flat[i] = orig
+            flat_grad[i] = (plus - minus).sum() / eps
+        exe.arg_dict[name][:] = value
+    return grads
+
+
+def _smaller_dtype(dt1, dt2):
+    """The less precise of two dtypes (dt1 when dt2 is None)."""
+    return dt1 if dt2 is None or np.dtype(dt1).itemsize < np.dtype(dt2).itemsize else dt2
+
+
+def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=None, aux_params=None, rtol=None,
+                      atol=None, raise_on_err=True, ground_truth=None, equal_nan=False, use_uniform=False,
+                      rand_type=np.float64):
+    """Runs sym (or one symbol per entry) once per ctx_list entry - a dict of simple_bind's keywords: 'ctx',
+    'type_dict' and the input shapes - on the same random inputs (normal with std `scale`, or uniform in
+    +-0.92 scale; arg_params/aux_params fix some; aux states default to 0), and checks that every run's
+    outputs, and after a training forward and backward its argument gradients, match those of the most
+    precise run (or ground_truth). A context that is not available here (a GPU on a machine without one)
+    raises MXNetError naming the entry. Returns the reference values {name: array}."""
+    from .context import array_module
+    function = "check_consistency"
+    if len(ctx_list) < 2:
+        raise MXNetError(f"{function}: ctx_list needs at least 2 entries to compare, got {len(ctx_list)}")
+    syms = [sym] * len(ctx_list) if _is_symbol(sym) else list(sym)
+    if len(syms) != len(ctx_list):
+        raise MXNetError(f"{function}: {len(syms)} symbols for {len(ctx_list)} ctx_list entries")
+    output_names, arg_names = syms[0].list_outputs(), syms[0].list_arguments()
+    exes = []
+    for i, (s, entry) in enumerate(zip(syms, ctx_list)):
+        if s.list_arguments() != arg_names or s.list_outputs() != output_names:
+            raise MXNetError(f"{function}: symbol {i} has arguments {s.list_arguments()} and outputs "
+                             f"{s.list_outputs()}; symbol 0 has {arg_names} and {output_names}")
+        entry = dict(entry)
+        ctx = entry.pop("ctx", None) or default_context()
+        try:
+            array_module(ctx)
+        except MXNetError as err:
+            raise MXNetError(f"{function}: ctx_list[{i}] runs on {ctx}, which is not available: {err}") from None
+        exes.append(s.simple_bind(ctx, grad_req=grad_req, **entry))
+
+    arg_params = dict(arg_params or {})
+    aux_params = dict(aux_params or {})
+    for name in sorted(exes[0].arg_dict):        # a fixed order, so a seed reproduces the inputs
+        if name not in arg_params:
+            shape = exes[0].arg_dict[name].shape
+            if use_uniform:
+                arg_params[name] = np.random.uniform(-0.92 * scale, 0.92 * scale, size=shape).astype(rand_type)
+            else:
+                arg_params[name] = np.random.normal(size=shape, scale=scale).astype(rand_type)
+    for name in exes[0].aux_dict:
+        aux_params.setdefault(name, 0)
+    for exe in exes:
+        for name, arr in exe.arg_dict.items():
+            arr[:] = _as_numpy(arg_params[name])
+        for name, arr in exe.aux_dict.items():
+            arr[:] = _as_numpy(aux_params[name])
+        for arr in exe.grad_arrays:
+            if arr is not None and grad_req == "add":
+                arr[:] = 0
+
+    def report(phase, i, name, detail):
+        message = f"{phase} error: ctx_list[{i}] vs ctx_list[{gt_idx}] at {name!r}:{detail}"
+        if raise_on_err:
+            raise AssertionError(message)
+        print(message)
+
+    def compare(phase, i, name, arr, ref, rt, at):
+        try:
+            assert_almost_equal(arr, ref, rtol=rt, atol=at, equal_nan=equal_nan)
+        except AssertionError as err:
+            report(phase, i, name, err)
+
+    # inference
+    for exe in exes:
+        exe.forward(is_train=False)
+    dtypes = [np.dtype(exe.outputs[0].dtype) for exe in exes]
+    gt_idx = max(range(len(exes)), key=lambda i: (dtypes[i].itemsize, -i))   # the first most precise run
+    gt = ground_truth if ground_truth is not None else dict(zip(output_names, exes[gt_idx].outputs))
+    for i, exe in enumerate(exes):
+        if i != gt_idx:
+            for name, arr in zip(output_names, exe.outputs):
+                compare("Predict", i, name, arr, gt[name], rtol, atol)
+    if grad_req == "null":
+        return gt
+
+    # training: every run gets the same head gradient, run 0's outputs in the least precise output dtype
+    for exe in exes:
+        exe.forward(is_train=True)
+    least = [None] * len(output_names)
+    for exe in exes:
+        least = [_smaller_dtype(out.dtype, dt) for out, dt in zip(exe.outputs, least)]
+    heads = [out.asnumpy().astype(dt) for out, dt in zip(exes[0].outputs, least)]
+    for exe in exes:
+        exe.backward([_nd(h.astype(out.dtype), out.context, out.dtype) for h, out in zip(heads, exe.outputs)])
+    if ground_truth is None:
+        gt = dict(zip(output_names, exes[gt_idx].outputs))
+        gt.update(zip(arg_names, exes[gt_idx].grad_arrays))
+    for i, exe in enumerate(exes):
+        if i == gt_idx:
+            continue
+        for name, arr in zip(output_names + arg_names, exe.outputs + exe.grad_arrays):
+            ref = gt.get(name)
+            if ref is None or arr is None:
+                if (ref is None) != (arr is None):
+                    report("Train", i, name, f" one run has a gradient and the other none (grad_req {grad_req!r})")
+                continue
+            rt, at = rtol, atol
+            # a float32 gradient (e.g. BatchNorm's gamma) of a float16 run is only as precise as float16
+            small_arr = _smaller_dtype(arr.dtype, dtypes[i])
+            small_ref = _smaller_dtype(ref.dtype, dtypes[gt_idx])
+            if small_arr != arr.dtype or small_ref != ref.dtype:
+                rt, at = get_tols(np.empty(0, small_arr), np.empty(0, small_ref), rtol, atol)
+            compare("Train", i, name, arr, ref, rt, at)
+    return gt
+
+
+def same_symbol_structure(sym1, sym2):
+    """True when the two symbols' graphs have the same operator at every node position."""
+    import json
+    nodes1, nodes2 = json.loads(sym1.tojson())["nodes"], json.loads(sym2.tojson())["nodes"]
+    return all(n1["op"] == n2["op"] for n1, n2 in zip(nodes1, nodes2))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# optimizers
+def compare_ndarray_tuple(t1, t2, rtol=None, atol=None):
+    """assert_almost_equal over two (nested) tuples of arrays; None on either side compares as nothing."""
+    if t1 is None or t2 is None:
+        return
+    if isinstance(t1, tuple):
+        for s1, s2 in zip(t1, t2):
+            compare_ndarray_tuple(s1, s2, rtol, atol)
+    else:
+        assert_almost_equal(t1, t2, rtol=rtol, atol=atol)
+
+
+def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="default", rtol=1e-4, atol=1e-5,
+                      compare_states=True, ntensors=1):
+    """Applies one update of opt1 and of opt2 to the same random weight and gradient (uniform in [0, 1))
+    and asserts the weights (and the states, with compare_states) agree. shape a list of shapes: opt2
+    updates all `ntensors` weights in one multi-tensor call, opt1 each on its own."""
+    for what, stype in (("w_stype", w_stype), ("g_stype", g_stype)):
+        if stype != "default":
+            raise _no_sparse(f"compare_optimizer ({what})", stype)
+    ctx = default_context()
+
+    def uniform(s):
+        return mx.random.uniform(shape=s, ctx=ctx, dtype=dtype)
+
+    if not isinstance(shape, list):
+        if ntensors != 1:
+            raise MXNetError(f"compare_optimizer: ntensors={ntensors} needs a list of shapes, got {shape!r}")
+        w2, g2 = uniform(shape), uniform(shape)
+        w1, g1 = w2.copy(), g2.copy()
+        state1 = opt1.create_state_multi_precision(0, w1)
+        state2 = opt2.create_state_multi_precision(0, w2)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2)
+        opt1.update_multi_precision(0, w1, g1, state1)
+        opt2.update_multi_precision(0, w2, g2, state2)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2, rtol=rtol, atol=atol)
+        assert_almost_equal(w1, w2, rtol=rtol, atol=atol)
+        return
+    w1, g1 = [], []
+    for s in shape:
+        w1.append(uniform(s))
+        g1.append(uniform(s))
+    w2, g2 = [w.copy() for w in w1], [g.copy() for g in g1]
+    state2 = [opt2.create_state_multi_precision(0, w2[i]) for i in range(ntensors)]
+    opt2.update_multi_precision(list(range(ntensors)), w2, g2, state2)
+    for i in range(ntensors):
+        state1 = opt1.create_state_multi_precision(i, w1[i])
+        opt1.update_multi_precision(i, w1[i], g1[i], state1)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2[i], rtol, atol)
+        compare_ndarray_tuple(w1[i], w2[i], rtol, atol)
+
+
+def list_gpus():
+    """The ids of the GPUs mixnet can use here (empty without cupy and a CUDA device)."""
+    from .context import num_gpus
+    return list(range(num_gpus()))
 
 
 # ---------------------------------------------------------------------------------------------------------

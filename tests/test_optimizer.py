@@ -340,3 +340,12 @@ def test_sgd_matches_mxnet_bit_for_bit(case, fast):
     assert np.array_equal(w, ref[case + "_weight"])
     if momentum:
         assert np.array_equal(m, ref[case + "_mom"])
+
+
+def test_update_multi_precision_takes_lists():
+    opt = mx.optimizer.SGD(learning_rate=0.5)
+    weights = [mx.nd.ones((2,)), mx.nd.ones((3,))]
+    grads = [mx.nd.ones((2,)), mx.nd.ones((3,)) * 2]
+    states = [opt.create_state_multi_precision(i, w) for i, w in enumerate(weights)]
+    opt.update_multi_precision([0, 1], weights, grads, states)
+    assert weights[0].asnumpy().tolist() == [0.5, 0.5] and weights[1].asnumpy().tolist() == [0.0] * 3

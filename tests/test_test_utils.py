@@ -186,3 +186,179 @@ def test_retry_reruns_assertion_failures_only():
         assert len(calls) == 3
     flaky()
     assert len(calls) == 3
+
+
+# ---------------------------------------------------------------------------------------------------------
+# tolerances and small helpers
+def test_default_tolerance_tables_and_dict_tolerances():
+    assert tu.default_rtols()[np.dtype(np.float16)] == 1e-2 and tu.default_atols()[np.dtype(np.float64)] == 1e-20
+    assert tu.default_rtols()[np.dtype(np.int32)] == 0
+    eps = tu.default_numeric_eps()
+    assert eps[np.dtype(np.float32)] == 2.0 ** -9 and eps[np.dtype(np.float64)] == 2.0 ** -14
+    # a dict of dtype -> tolerance picks per dtype and falls back to the defaults
+    rtol, atol = tu.get_tols(np.ones(1, np.float32), np.ones(1, np.float32), {np.float32: 0.5}, None)
+    assert (rtol, atol) == (0.5, 1e-3)
+    assert tu.get_tolerance(np.ones(1, np.float16), {np.float32: 0.5}, tu.default_rtols()) == 1e-2
+    assert tu.get_rtol() == 1e-5 and tu.get_atol(0.3) == 0.3
+
+
+def test_assert_almost_equal_with_err_tolerates_a_fraction():
+    a = np.zeros(10, np.float32)
+    b = a.copy()
+    b[0] = 1.0                                       # 10% of the elements differ
+    tu.assert_almost_equal_with_err(a, b, etol=0.15)
+    with pytest.raises(AssertionError, match="error rate"):
+        tu.assert_almost_equal_with_err(a, b, etol=0.05)
+    with pytest.raises(AssertionError):
+        tu.assert_almost_equal_with_err(a, b)        # no etol: every element must match
+
+
+def test_sparse_helpers_raise_clearly():
+    for make in (lambda: tu.create_sparse_array((2, 2), "row_sparse"),
+                 lambda: tu.create_sparse_array_zd((2, 2), "csr", 0.5),
+                 lambda: tu.rand_sparse_ndarray((2, 2), "csr")):
+        with pytest.raises(mx.MXNetError, match="sparse storage"):
+            make()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# checking Symbols
+_a, _b = mx.sym.Variable("a"), mx.sym.Variable("b")
+
+
+def test_check_symbolic_forward_list_and_dict():
+    x, y = np.random.rand(2, 3), np.random.rand(2, 3)
+    sym = _a * _b
+    outs = tu.check_symbolic_forward(sym, [x, y], [x * y])
+    assert outs[0].dtype == np.float32
+    tu.check_symbolic_forward(sym, {"a": x, "b": y}, {sym.list_outputs()[0]: x * y},
+                              dtype=np.float64, rtol=1e-12, atol=0)
+    with pytest.raises(AssertionError, match="EXPECTED_"):
+        tu.check_symbolic_forward(_a * _b, [x, y], [x + y])
+    with pytest.raises(mx.MXNetError, match="do not match"):
+        tu.check_symbolic_forward(_a * _b, {"a": x}, [x])
+    with pytest.raises(mx.MXNetError, match="dtype"):
+        tu.check_symbolic_forward(_a * _b, [x, y], [x * y], dtype=np.int32)
+
+
+def test_check_symbolic_backward_grad_reqs():
+    x, y, head = np.random.rand(2, 3), np.random.rand(2, 3), np.random.rand(2, 3)
+    sym = _a * _b
+    for req in ("write", "add"):
+        grads = tu.check_symbolic_backward(sym, [x, y], [head], [head * y, head * x], grad_req=req)
+        assert set(grads) == {"a", "b"}
+        with pytest.raises(AssertionError, match="BACKWARD_a"):
+            tu.check_symbolic_backward(sym, [x, y], [head], [head * x, head * y], grad_req=req)
+    # 'null' leaves the buffer alone, whatever the expected value; mixed per argument by dict
+    tu.check_symbolic_backward(sym, [x, y], [head], {"a": np.zeros((2, 3)), "b": head * x},
+                               grad_req={"a": "null", "b": "write"})
+    # out_grads None means ones; expected may name only some arguments
+    tu.check_symbolic_backward(sym, {"a": x, "b": y}, None, {"b": x})
+
+
+def test_check_symbolic_backward_with_aux_states():
+    data = mx.sym.Variable("data")
+    bn = mx.sym.BatchNorm(data, name="bn", fix_gamma=True, use_global_stats=True, eps=1e-5)
+    x = np.random.rand(2, 3, 2)
+    mean, var = np.random.rand(3), np.random.rand(3) + 0.5
+    want = (x - mean[:, None]) / np.sqrt(var[:, None] + 1e-5)
+    tu.check_symbolic_forward(bn, [x, np.ones(3), np.zeros(3)], [want], aux_states=[mean, var],
+                              dtype=np.float64)
+    with pytest.raises(mx.MXNetError, match="aux_states"):
+        tu.check_symbolic_forward(bn, [x, np.ones(3), np.zeros(3)], [want])
+
+
+class _WrongSquareOp(mx.operator.CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], in_data[0] * in_data[0])
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        self.assign(in_grad[0], req[0], 3 * in_data[0] * out_grad[0])       # should be 2x
+
+
+@mx.operator.register("tu_wrong_square")
+class _WrongSquareProp(mx.operator.CustomOpProp):
+    def create_operator(self, ctx, shapes, dtypes):
+        return _WrongSquareOp()
+
+
+def test_check_numeric_gradient_on_symbols():
+    x, y = np.random.uniform(0.5, 1.5, (2, 3)), np.random.uniform(0.5, 1.5, (2, 3))
+    tu.check_numeric_gradient(_a * _b, [x, y])
+    tu.check_numeric_gradient(mx.sym.sin(_a) / _b, {"a": x, "b": y}, grad_nodes=["b"], dtype=np.float64)
+    tu.check_numeric_gradient(mx.sym.exp(_a) * _b, [x, y], grad_nodes={"a": "add", "b": "null"},
+                              numeric_eps=1e-3, rtol=1e-2, atol=1e-3)
+    with pytest.raises(AssertionError, match="NUMERICAL_data"):
+        tu.check_numeric_gradient(mx.sym.Custom(mx.sym.Variable("data"), op_type="tu_wrong_square"), [x])
+    with pytest.raises(mx.MXNetError, match="one output"):
+        tu.check_numeric_gradient(mx.sym.Group([_a * 2, _a * 3]), [x])
+    with pytest.raises(mx.MXNetError, match="not arguments"):
+        tu.check_numeric_gradient(_a * _b, [x, y], grad_nodes=["c"])
+
+
+def test_check_numeric_gradient_with_aux_states():
+    data = mx.sym.Variable("data")
+    bn = mx.sym.BatchNorm(data, name="bn", fix_gamma=False)
+    x = np.random.uniform(-1, 1, (4, 2, 2))
+    tu.check_numeric_gradient(bn, [x, np.ones(2), np.zeros(2)], aux_states=[np.zeros(2), np.ones(2)],
+                              numeric_eps=1e-3, rtol=1e-2, atol=1e-3, dtype=np.float64)
+
+
+def test_check_consistency_across_dtypes_and_symbols():
+    data = mx.sym.Variable("data")
+    conv = mx.sym.Convolution(data, num_filter=2, kernel=(3, 3), name="conv")
+    ctx_list = [{"ctx": mx.cpu(0), "data": (2, 3, 5, 5), "type_dict": {"data": t}}
+                for t in (np.float64, np.float32, np.float16)]
+    gt = tu.check_consistency(conv, ctx_list)
+    assert gt["conv_output"].dtype == np.float64 and gt["conv_weight"].shape == (2, 3, 3, 3)
+    ctx = {"ctx": mx.cpu(0), "data": (3, 4)}
+    with mx.name.NameManager():                      # the same output names for both symbols
+        method, magic = data.abs(name="abs0"), abs(data)
+    tu.check_consistency([method, magic], [ctx, ctx])
+    with pytest.raises(AssertionError, match="Predict error"):
+        tu.check_consistency([mx.sym.sin(data, name="f"), mx.sym.cos(data, name="f")], [ctx, ctx], grad_req="null")
+    with pytest.raises(AssertionError, match="Train error"):            # same forward, different gradient
+        tu.check_consistency([mx.sym.identity(data, name="f"), mx.sym.make_loss(data, name="f")], [ctx, ctx])
+    tu.check_consistency([mx.sym.sin(data, name="f"), mx.sym.cos(data, name="f")], [ctx, ctx], raise_on_err=False)
+
+
+def test_check_consistency_on_an_unavailable_gpu():
+    if mx.context.num_gpus():
+        pytest.skip("a GPU is available here; the error path needs a machine without one")
+    data = mx.sym.Variable("data")
+    with pytest.raises(mx.MXNetError, match=r"ctx_list\[0\].*gpu\(0\)"):
+        tu.check_consistency(mx.sym.sin(data), [{"ctx": mx.gpu(0), "data": (2,)}, {"ctx": mx.cpu(0), "data": (2,)}])
+
+
+def test_simple_forward_and_symbol_structure():
+    x = np.random.rand(2, 2)
+    assert np.allclose(tu.simple_forward(_a * _b, a=x, b=x), x * x)
+    assert tu.same_symbol_structure(mx.sym.sin(_a), mx.sym.sin(_b))
+    assert not tu.same_symbol_structure(mx.sym.sin(_a), mx.sym.cos(_a))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# optimizers
+def test_compare_optimizer_same_and_different():
+    tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9),
+                         mx.optimizer.SGD(learning_rate=0.1, momentum=0.9), (3, 4), np.float32)
+    with pytest.raises(AssertionError):
+        tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1), mx.optimizer.SGD(learning_rate=0.2), (3, 4),
+                             np.float32)
+    with pytest.raises(AssertionError):             # same weights after one step is not enough: states differ
+        tu.compare_optimizer(mx.optimizer.Adam(beta2=0.999), mx.optimizer.Adam(beta2=0.9), (3,), np.float32)
+    with pytest.raises(mx.MXNetError, match="sparse"):
+        tu.compare_optimizer(mx.optimizer.SGD(), mx.optimizer.SGD(), (3,), np.float32, w_stype="row_sparse")
+    tu.compare_ndarray_tuple((mx.nd.ones(2), (mx.nd.zeros(1),)), (np.ones(2), (np.zeros(1),)))
+
+
+def test_compare_optimizer_multi_tensor():
+    # opt2 updates every tensor in one call with lists (MXNet's multi-tensor form), opt1 one at a time
+    shapes = [(3, 4), (5,), (2, 2)]
+    for dtype, kwargs in ((np.float32, {}), (np.float16, {"multi_precision": True})):
+        tu.compare_optimizer(mx.optimizer.LAMB(**kwargs), mx.optimizer.LAMB(**kwargs), shapes, dtype,
+                             rtol=1e-6, atol=1e-3, ntensors=len(shapes))
+    with pytest.raises(AssertionError):
+        tu.compare_optimizer(mx.optimizer.LAMB(), mx.optimizer.LAMB(wd=0.5), shapes, np.float32,
+                             ntensors=len(shapes))
+

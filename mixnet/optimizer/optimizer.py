@@ -268,6 +268,11 @@ class Optimizer:
         raise NotImplementedError(f"{type(self).__name__} must implement _step()")
 
     def update_multi_precision(self, index, weight, grad, state):
+        """As update (with the float32 master copy of multi_precision); lists of indices, weights, grads and
+        states update several parameters in one call, as MXNet's multi-tensor optimizers take them."""
+        if isinstance(index, (list, tuple)):
+            self._update_many(index, weight, grad, state)
+            return
         if self._mp(weight):
             master, inner = self._split_mp_state(state)
             grad32 = _wrap(grad._data.astype(np.float32), grad._ctx)
