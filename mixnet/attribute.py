@@ -1,5 +1,6 @@
 """Attribute scopes (MXNet's `mx.attribute.AttrScope`): string attributes attached to everything created
 inside a `with AttrScope(ctx_group='dev1'):` block; nested scopes merge, inner values winning."""
+import collections
 import threading
 
 __all__ = ["AttrScope", "current"]
@@ -7,6 +8,7 @@ __all__ = ["AttrScope", "current"]
 
 class AttrScope:
     _current = threading.local()
+    _subgraph_names = collections.defaultdict(int)    # control-flow subgraph name -> uses (symbol/control_flow.py)
 
     def __init__(self, **kwargs):
         for key, value in kwargs.items():

@@ -304,6 +304,8 @@ def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph, int
             hg = ones_like_array(h)
         elif tuple(hg.shape) != tuple(h.shape):
             raise MXNetError(f"backward: head gradient shape {hg.shape} does not match head shape {h.shape}")
+        elif hg.dtype != h.dtype:           # gradient rules expect their output's dtype
+            hg = hg.astype(h.dtype)
         _accumulate(grads, _key(h), hg)
         if isinstance(h._node, Leaf):
             leaves[id(h)] = h

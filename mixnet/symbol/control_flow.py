@@ -12,7 +12,6 @@ The same code serves `mx.sym` and hybridize (1.x `F.contrib.*`, and 2.0-style `m
 values). While hybridize traces (TRACE_SHAPES holds the input shapes), the new node's shapes are inferred at
 once, so a body that changes a state's shape fails at the user's line rather than at the first call.
 """
-import collections
 import contextvars
 
 from .. import attribute, name as name_module
@@ -27,12 +26,19 @@ __all__ = ["foreach", "while_loop", "cond", "TRACE_SHAPES"]
 TRACE_SHAPES = contextvars.ContextVar("mixnet_trace_shapes", default=None)
 
 _SCOPE_KEY = "__subgraph_name__"
-_COUNTS = collections.Counter()      # subgraph names are unique in the process, as MXNet's are
 
 
-def _fail(op, msg):
+class UnusedInputError(MXNetError, AssertionError):
+    """A foreach data array or state the body does not use (MXNet raises AssertionError)."""
+
+
+class UnusedLoopVarError(MXNetError, ValueError):
+    """A while_loop variable func does not use (MXNet raises ValueError)."""
+
+
+def _fail(op, msg, error=MXNetError):
     where = user_location()
-    raise MXNetError(f"contrib.{op}: {msg}" + (f"\n  at {where}" if where else ""))
+    raise error(f"contrib.{op}: {msg}" + (f"\n  at {where}" if where else ""))
 
 
 def _flatten(obj, op, what):
@@ -64,8 +70,9 @@ def _scope_name(base):
     outer = attribute.AttrScope.current().get(None).get(_SCOPE_KEY, "")
     if outer:
         base = f"{outer}${base}"
-    count = _COUNTS[base]
-    _COUNTS[base] += 1
+    counts = attribute.AttrScope._subgraph_names     # unique in the process, as MXNet's (which tests reset)
+    count = counts[base]
+    counts[base] += 1
     return f"{base}{count}"
 
 
@@ -169,9 +176,9 @@ def _check_shapes(op, outputs):
         _fail(op, str(err))
 
 
-def _locate(op, names, name, what):
+def _locate(op, names, name, what, error):
     if name not in names:
-        _fail(op, f"{what} is not used by the traced function; MXNet's graph format needs every one used")
+        _fail(op, f"{what} is not used by the traced function; MXNet's graph format needs every one used", error)
     return names.index(name)
 
 
@@ -196,8 +203,8 @@ def foreach(body, data, init_states, name="foreach"):
                       f"{len(flat_states)} nested as {state_fmt}; they must match")
         heads = _close(flat_out + flat_new, scope)
     graph, names, outer = _cut(heads, scope, data_vars + state_vars, op)
-    data_locs = [_locate(op, names, v.name, f"data {k}") for k, v in enumerate(data_vars)]
-    state_locs = [_locate(op, names, v.name, f"state {k}") for k, v in enumerate(state_vars)]
+    data_locs = [_locate(op, names, v.name, f"data {k}", UnusedInputError) for k, v in enumerate(data_vars)]
+    state_locs = [_locate(op, names, v.name, f"state {k}", UnusedInputError) for k, v in enumerate(state_vars)]
     remain_locs = [j for j, n in enumerate(names) if n in outer]
     entries = [s._outputs[0] for s in flat_data + flat_states] + [outer[names[j]][1] for j in remain_locs]
     outs = _make_node("_foreach", {"body": graph}, _raw(
@@ -267,7 +274,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
     inputs, (cond_locs, func_locs) = _union([
         (cond_names, {**_loop_sources(cond_vars, flat_vars), **cond_outer}),
         (func_names, {**_loop_sources(func_vars, flat_vars), **func_outer})])
-    var_locs = [_locate(op, func_names, v.name, f"loop variable {k}") for k, v in enumerate(func_vars)]
+    var_locs = [_locate(op, func_names, v.name, f"loop variable {k}", UnusedLoopVarError) for k, v in enumerate(func_vars)]
     outs = _make_node("_while_loop", {"cond": cond_graph, "func": func_graph}, _raw(
         num_args=len(inputs) + 2, num_outputs=len(func_heads), num_out_data=len(flat_step),
         max_iterations=max_iterations, cond_input_locs=cond_locs, func_input_locs=func_locs,

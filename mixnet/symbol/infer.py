@@ -214,6 +214,41 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
         _MEMO.reset(token)
 
 
+# Ops whose output has the shape of each of their inputs: shapes flow between them in both directions while some
+# are unknown (MXNet's elementwise shape functions do this), so `elemwise_add(x2h, h2h)` gets its output shape from
+# x2h alone and gives it back to h2h.
+_SAME_SHAPE_KINDS = ("unary", "scalar", "binary")
+
+# Parameter rules that read partial input shapes (0 = unknown dim) sensibly; the others see such an input as unknown.
+_PARTIAL_RULES = frozenset(("FullyConnected", "Convolution", "Deconvolution", "BatchNorm", "LayerNorm",
+                            "InstanceNorm", "Embedding", "LeakyReLU", "SoftmaxOutput"))
+
+# Rules that fill only variables: a computed label may have any of the shapes the loss accepts. The others also
+# fill an unknown computed input (a weight passed through `cast`), which then flows back to its producer.
+_VARIABLE_ONLY_RULES = frozenset(("SoftmaxOutput", "RNN", "_foreach", "_while_loop", "_cond"))
+
+_MAX_SWEEPS = 12
+
+
+def _same_shape(node):
+    kind = node.op.kind
+    return kind in _SAME_SHAPE_KINDS and node.num_outputs() == 1 and (kind == "binary" or len(node.inputs) == 1)
+
+
+def _takes_consumer_dtype(node, slot):
+    """Whether an input of unknown dtype takes the dtype of the node's other inputs: data and parameters do, and so
+    does a loss's label (as MXNet infers it); indices and conditions stay unknown."""
+    op = node.op
+    if slot not in op.nondiff_inputs or slot in op.mutates:
+        return True
+    names = node.input_names()
+    return slot < len(names) and names[slot] == "label"
+
+
+def _where(node):
+    return f"node {node.name!r}" + (f" (created at {node.location})" if node.location else "")
+
+
 def _infer_nodes(nodes, shapes, dtypes, partial):
     eshape, edtype = {}, {}
     for node in nodes:
@@ -221,11 +256,8 @@ def _infer_nodes(nodes, shapes, dtypes, partial):
             s = _var_shape(node)
             if node.name in shapes and shapes[node.name] is not None:
                 given = common.check_shape(shapes[node.name], f"infer_shape: variable {node.name!r}")
-                merged = _merge(s, given) if s is not None else given
-                if merged is None:
-                    raise MXNetError(f"infer_shape: shape {given} given for {node.name!r} does not match its "
-                                     f"declared shape {s}")
-                s = merged
+                # a given shape overrides the declared one (MXNet's); its unknown (0) dims come from the declared
+                s = given if s is None or len(s) != len(given) else tuple(g or d for g, d in zip(given, s))
             if s is not None:
                 eshape[(id(node), 0)] = s
             d = dtypes.get(node.name)
@@ -235,59 +267,109 @@ def _infer_nodes(nodes, shapes, dtypes, partial):
         elif node.op.creates:              # a 0 in its shape attribute stays an unknown dimension
             (eshape[(id(node), 0)],), (d,) = _node_infer(node, [], [])
             edtype[(id(node), 0)] = np.dtype(d)
-    ruled = {}                               # id(node) -> the input shapes its parameter rule last saw
-    for _ in range(3):                       # parameter rules can fill values used earlier in the order
+    ops = [n for n in nodes if n.op is not None and not (n.op.creates and not n.inputs)]
+    state = (eshape, edtype, partial, {}, set())     # ..., the input shapes a rule last saw, the nodes inferred
+    # Sweeps alternate forward and backward (shapes a consumer fixes flow back to producers) until nothing changes.
+    for sweep in range(_MAX_SWEEPS):
         changed = False
-        for node in nodes:
-            if node.op is None or node.op.creates and not node.inputs:
-                continue
-            ins = [eshape.get((id(src), idx)) for src, idx in node.inputs]
-            ins = [s if s is not None and known(s) else None for s in ins]
-            rule = PARAM_RULES.get(node.op.name)
-            # a rule only fills unknown inputs, and gives the same answer for the same known ones
-            if rule is not None and None in ins and ruled.get(id(node)) != ins:
-                ruled[id(node)] = list(ins)
-                for slot, shape in rule(node.attrs, ins).items():
-                    if slot >= len(node.inputs):
-                        continue
-                    src, idx = node.inputs[slot]
-                    key = (id(src), idx)
-                    old = eshape.get(key)
-                    if old is not None and known(old):
-                        continue
-                    if src.op is not None and not src.op.creates:
-                        continue
-                    merged = _merge(old, shape) if old is not None else tuple(shape)
-                    if merged is None:
-                        raise MXNetError(f"infer_shape: {node.op.name} node {node.name!r} needs input "
-                                         f"{src.name!r} of shape {tuple(shape)}, but it is declared {old}")
-                    eshape[key] = merged
-                    ins[slot] = merged if known(merged) else None
-                    changed = True
-            din = [edtype.get((id(src), idx)) for src, idx in node.inputs]
-            first = next((d for d in din if d is not None), None)
-            for slot, (src, idx) in enumerate(node.inputs):       # parameters take their consumer's dtype
-                if din[slot] is None and first is not None and (src.op is None or src.op.creates) \
-                        and (slot not in node.op.nondiff_inputs or slot in node.op.mutates):
-                    edtype[(id(src), idx)] = din[slot] = first
-                    changed = True
-            if (id(node), 0) in eshape and (id(node), 0) in edtype:
-                continue
-            if any(d is None for d in din):
-                if not partial:
-                    continue
-                din = [d or first or np.dtype(np.float32) for d in din]   # shape inference only needs a stand-in
-            if any(s is None for s in ins):
-                if (id(node), 0) not in edtype:      # dtype only: the op's dtype attribute or its input's
-                    d = node.attrs.get("dtype") if node.op.name in _DTYPE_ATTR_OPS else None
-                    edtype[(id(node), 0)] = np.dtype(d) if d is not None else first
-                    changed = True
-                continue
-            out_shapes, out_dtypes = _node_infer(node, ins, din)
-            for i, (s, d) in enumerate(zip(out_shapes, out_dtypes)):
-                eshape[(id(node), i)] = tuple(s)
-                edtype[(id(node), i)] = np.dtype(d)
-            changed = True
+        for node in ops if sweep % 2 == 0 else reversed(ops):
+            if id(node) not in state[4]:
+                changed = _infer_node(node, state) or changed
         if not changed:
             break
     return eshape, edtype
+
+
+def _apply_rule(node, ins, state):
+    """Runs the node's parameter rule (if any) while some input is unknown; fills variable/creation inputs."""
+    eshape, _, _, ruled, _ = state
+    rule = PARAM_RULES.get(node.op.name)
+    if rule is None or all(known(s) for s in ins):
+        return False
+    seen = [s if known(s) or (s is not None and node.op.name in _PARTIAL_RULES) else None for s in ins]
+    # a rule only fills unknown inputs, and gives the same answer for the same inputs
+    if ruled.get(id(node)) == seen:
+        return False
+    ruled[id(node)] = seen
+    changed = False
+    for slot, shape in rule(node.attrs, seen).items():
+        if slot >= len(node.inputs):
+            continue
+        src, idx = node.inputs[slot]
+        key = (id(src), idx)
+        old = eshape.get(key)
+        if known(old) or (src.op is not None and not src.op.creates and node.op.name in _VARIABLE_ONLY_RULES):
+            continue
+        merged = _merge(old, shape) if old is not None else tuple(shape)
+        if merged is None:
+            raise MXNetError(f"infer_shape: {node.op.name} node {node.name!r} needs input "
+                             f"{src.name!r} of shape {tuple(shape)}, but it is declared {old}")
+        if merged != old:
+            eshape[key] = ins[slot] = merged
+            changed = True
+    return changed
+
+
+def _unify(node, keys, state):
+    """Shapes of a same-shape node's inputs and output, merged; unknown dims of each filled from the others."""
+    eshape = state[0]
+    entries = keys + [(id(node), 0)]
+    merged = None
+    for i, key in enumerate(entries):
+        s = eshape.get(key)
+        if s is None:
+            continue
+        m = s if merged is None else _merge(merged, s)
+        if m is None:
+            what = f"input {i}" if i < len(keys) else "output"
+            raise MXNetError(f"infer_shape error in {_where(node)}: {node.op.name}: incompatible shapes: {what} "
+                             f"is {tuple(s)}, expected {tuple(merged)}")
+        merged = m
+    changed = False
+    if merged is not None:
+        for key in entries:
+            old = eshape.get(key)
+            new = merged if old is None else _merge(old, merged)
+            if new != old:
+                eshape[key] = new
+                changed = True
+    return changed
+
+
+def _infer_node(node, state):
+    eshape, edtype, partial, _, done = state
+    keys = [(id(src), idx) for src, idx in node.inputs]
+    ins = [eshape.get(k) for k in keys]
+    changed = _apply_rule(node, ins, state)
+    din = [edtype.get(k) for k in keys]
+    takes = [_takes_consumer_dtype(node, slot) for slot in range(len(keys))]
+    first = next((d for d, t in zip(din, takes) if d is not None and t), None)
+    for slot, (src, idx) in enumerate(node.inputs):       # parameters take their consumer's dtype
+        if din[slot] is None and first is not None and takes[slot] and (src.op is None or src.op.creates):
+            edtype[keys[slot]] = din[slot] = first
+            changed = True
+    if all(known(s) for s in ins) and (partial or all(d is not None for d in din)):
+        if _same_shape(node):     # the check the op's own infer leaves to its kernel (elemwise_add's shapes)
+            _unify(node, keys, state)
+        # shape inference needs dtypes: unknown ones get a stand-in (int32 for indices and conditions)
+        din = [d or (first or np.dtype(np.float32) if t else np.dtype(np.int32)) for d, t in zip(din, takes)]
+        out_shapes, out_dtypes = _node_infer(node, ins, din)
+        for i, (s, d) in enumerate(zip(out_shapes, out_dtypes)):
+            old = eshape.get((id(node), i))
+            merged = tuple(s) if old is None else _merge(old, s)
+            if merged is None:
+                raise MXNetError(f"infer_shape error in {_where(node)}: {node.op.name}: output {i} has shape "
+                                 f"{tuple(s)}, but its consumers need {tuple(old)}")
+            eshape[(id(node), i)] = merged
+            edtype[(id(node), i)] = np.dtype(d)
+        done.add(id(node))
+        return True
+    if (id(node), 0) not in edtype:      # dtype only: the op's dtype attribute or its inputs'
+        d = node.attrs.get("dtype") if node.op.name in _DTYPE_ATTR_OPS else None
+        d = np.dtype(d) if d is not None else first
+        if d is not None:
+            edtype[(id(node), 0)] = d
+            changed = True
+    if _same_shape(node):
+        changed = _unify(node, keys, state) or changed
+    return changed

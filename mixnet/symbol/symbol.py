@@ -120,10 +120,23 @@ class Symbol:
         return Symbol(entries)
 
     def get_children(self):
-        if len(self._outputs) != 1:
-            raise MXNetError("get_children needs a single-output Symbol")
+        """The inputs of the nodes making this Symbol's outputs (None for a variable)."""
+        entries, seen = [], set()
+        for node, _ in self._outputs:
+            if id(node) not in seen:
+                seen.add(id(node))
+                entries.extend(node.inputs)
+        return Symbol(entries) if entries else None
+
+    def _gen_atomic_symbol(self):
+        """The op of this Symbol's (single) node applied to fresh variables named after its inputs."""
+        nodes = {id(n): n for n, _ in self._outputs}
+        if len(nodes) != 1 or self._outputs[0][0].op is None:
+            raise MXNetError("_gen_atomic_symbol needs the outputs of one operator node")
         node = self._outputs[0][0]
-        return Symbol(node.inputs) if node.inputs else None
+        inputs = [(Node(None, name, {}, {}, (), node.location), 0) for name in node.input_names()]
+        atom = Node(node.op, node.name, node.attrs, dict(node.raw), inputs, node.location)
+        return Symbol([(atom, i) for i in range(atom.num_visible())])
 
     # ------------------------------------------------------------------ attributes
     def attr(self, key):
@@ -166,9 +179,9 @@ class Symbol:
             raise MXNetError(f"infer_shape: {unknown} are not inputs of this symbol (inputs: {self.list_inputs()})")
         return {k: tuple(v) for k, v in kwargs.items()}
 
-    def _infer_shapes(self, args, kwargs):
+    def _infer_shapes(self, args, kwargs, dtypes=None):
         shapes = self._shape_args(args, kwargs)
-        nodes, (eshape, _) = self._infer(shapes, {}, True)
+        nodes, (eshape, _) = self._infer(shapes, dtypes or {}, True)
         by_name = {n.name: eshape.get((id(n), 0)) for n in nodes if n.op is None}
         return ([by_name[n] for n in self.list_arguments()],
                 [eshape.get((id(node), idx)) for node, idx in self._outputs],
@@ -192,25 +205,41 @@ class Symbol:
         """Like infer_shape, but unknown shapes are () (or keep their 0 dims) instead of failing."""
         return tuple([s if s is not None else () for s in group] for group in self._infer_shapes(args, kwargs))
 
-    def infer_type(self, *args, **kwargs):
+    def _infer_types(self, args, kwargs):
         names = self.list_arguments()
         if args:
+            if kwargs:
+                raise MXNetError("infer_type: give dtypes either positionally or by name, not both")
+            if len(args) > len(names):
+                raise MXNetError(f"infer_type: {len(args)} dtypes given for {len(names)} arguments {names}")
             kwargs = {n: d for n, d in zip(names, args) if d is not None}
-        dtypes = {k: np.dtype(v) for k, v in kwargs.items()}
-        nodes = self._nodes()
-        shapes = {}
-        _, edtype = infer_graph(nodes, shapes, dtypes, False)
+        unknown = [k for k in kwargs if k not in self.list_inputs()]
+        if unknown:
+            raise MXNetError(f"infer_type: {unknown} are not inputs of this symbol (inputs: {self.list_inputs()})")
+        nodes, (_, edtype) = self._infer({}, {k: np.dtype(v) for k, v in kwargs.items()}, False)
         by_name = {n.name: edtype.get((id(n), 0)) for n in nodes if n.op is None}
-        outs = [edtype.get((id(node), idx)) for node, idx in self._outputs]
-        args_t = [by_name[n] for n in names]
-        aux_t = [by_name[n] for n in self.list_auxiliary_states()]
-        if any(t is None for t in args_t + outs + aux_t):
+
+        def as_type(ts):        # MXNet gives numpy type classes, None where unknown
+            return [None if t is None else t.type for t in ts]
+        return (as_type(by_name[n] for n in names), as_type(edtype.get((id(n), i)) for n, i in self._outputs),
+                as_type(by_name[n] for n in self.list_auxiliary_states()))
+
+    def infer_type(self, *args, **kwargs):
+        """(arg_types, out_types, aux_types) as numpy type classes from the given input dtypes (by name or in
+        list_arguments() order); (None, None, None) with a warning when some stay unknown."""
+        res = self._infer_types(args, kwargs)
+        names = self.list_arguments() + self.list_auxiliary_states()
+        missing = [n for n, t in zip(names, res[0] + res[2]) if t is None]
+        if missing or any(t is None for t in res[1]):
+            import warnings
+            warnings.warn("Cannot decide type for the following arguments. Consider providing them as input:\n" +
+                          "\n".join(f"\t{n}: None" for n in missing), stacklevel=2)
             return None, None, None
-        as_type = lambda ts: [t.type for t in ts]  # noqa: E731 - MXNet returns numpy type classes
-        return as_type(args_t), as_type(outs), as_type(aux_t)
+        return res
 
     def infer_type_partial(self, *args, **kwargs):
-        return self.infer_type(*args, **kwargs)
+        """Like infer_type, but unknown types are None instead of failing."""
+        return self._infer_types(args, kwargs)
 
     # ------------------------------------------------------------------ JSON
     def tojson(self, remove_amp_cast=True):
