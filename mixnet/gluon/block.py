@@ -430,8 +430,16 @@ class HybridBlock(Block):
                           static_shape=static_shape, inline_limit=inline_limit, **kwargs)
 
     def _run_forward(self, args, kwargs):
-        if not cached_graph.TRACING.get() and cached_graph.symbolic_inputs(args, kwargs):
-            return cached_graph.call_symbolic(self, args, kwargs)
+        if not cached_graph.TRACING.get():
+            kinds = cached_graph.input_kinds(args, kwargs)
+            if "Symbol" in kinds:
+                return cached_graph.call_symbolic(self, args, kwargs)
+            if not kinds and type(self).forward is HybridBlock.forward:
+                # hybrid_forward needs an array to take its device from (or Symbols to compose on)
+                from .utils import InvalidArgument
+                raise InvalidArgument(f"{type(self).__name__} {self.name!r}: a HybridBlock needs at least one "
+                                      "NDArray or Symbol input; got "
+                                      f"({', '.join(type(a).__name__ for a in args)})")
         if self._active and not cached_graph.TRACING.get() and not cached_graph.EAGER.get():
             if kwargs:
                 bound = self._keywords_as_positions(args, kwargs)
