@@ -4,6 +4,7 @@ cached_op.py); results are the eager ones."""
 import inspect
 import json
 import threading
+import warnings
 from collections import OrderedDict, defaultdict
 
 import numpy as np
@@ -12,7 +13,7 @@ from .. import config
 from .. import initializer as init_module
 from .. import name as name_module
 from .._atomic import write_atomic
-from ..base import MXNetError
+from ..base import MXNetError, MXNetWarning
 from ..ndarray import load as nd_load, save as nd_save
 from ..ndarray.ndarray import NDArray
 from . import cached_graph
@@ -159,6 +160,7 @@ class Block:
     # ------------------------------------------------------------------ parameters
     def collect_params(self, select=None):
         """All parameters of this block and its children; `select` is a regex matched on full names."""
+        self._warn_unregistered_blocks()
         result = ParameterDict(self._params.prefix)
         result.update(self._params)
         for param in self._reg_params.values():
@@ -167,6 +169,25 @@ class Block:
         for child in self._children.values():
             result.update(child.collect_params())
         return select_params(result, select)
+
+    def _warn_unregistered_blocks(self):
+        """Blocks kept in a plain list/tuple/dict attribute are not children: their parameters are missed by
+        collect_params (and so by initialize, Trainer and save). MXNet warns about it here; so do we."""
+        children = set(map(id, self._children.values()))
+
+        def hides_block(value):
+            if isinstance(value, Block):
+                return id(value) not in children
+            if isinstance(value, dict):
+                value = list(value.values())
+            return isinstance(value, (list, tuple)) and any(hides_block(v) for v in value)
+
+        for key, value in self.__dict__.items():
+            if key != "_children" and isinstance(value, (list, tuple, dict)) and hides_block(value):
+                warnings.warn(f'"{type(self).__name__}.{key}" is an unregistered container with Blocks: Blocks '
+                              "inside a list, tuple or dict are not registered automatically. Register them with "
+                              "register_child() or use nn.Sequential/nn.HybridSequential instead.", MXNetWarning,
+                              stacklevel=3)
 
     def _collect_params_with_prefix(self, prefix=""):
         """Structural names: attribute paths joined by '.', as save_parameters writes them."""
@@ -399,6 +420,11 @@ class HybridBlock(Block):
         self._trace_lock = threading.RLock()     # one trace per new signature when threads call at once
         self._last_graph = None
         self._checks_left = 0
+
+    def register_child(self, block, name=None):
+        super().register_child(block, name)
+        # a new or replaced child changes the graph: the next call re-traces (and export needs that call first)
+        self._cached_graphs, self._last_graph = {}, None
 
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False, static_shape=False,
                   inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, check=None, **kwargs):

@@ -181,3 +181,17 @@ def test_initializers_compare_by_class_and_arguments():
     first, second = nn.Dense(2, bias_initializer=mx.init.Constant(1.0)), nn.Dense(2, bias_initializer="ones")
     assert first.bias.init == nn.Dense(2, bias_initializer=mx.init.Constant(1.0)).bias.init
     assert first.bias.init != second.bias.init
+
+
+def test_adding_or_replacing_a_child_retraces_a_hybridized_block():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(4, flatten=False))
+    net.hybridize()
+    net.initialize()
+    x = mx.nd.ones((2, 3, 5))
+    assert net(x).shape == (2, 3, 4)
+    net.add(nn.Flatten())
+    assert net(x).shape == (2, 12)
+    net.fc = nn.Dense(3, in_units=12)
+    net.fc.initialize()
+    assert net(x).shape == (2, 3)
