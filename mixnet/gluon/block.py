@@ -1,6 +1,7 @@
 """Gluon `Block` and `HybridBlock` with MXNet 1.x naming (prefixes, name_scope, `dense0_` counters), structural
 save/load, hooks and summaries. `HybridBlock.hybridize()` traces and compiles the block (cached_graph.py,
-cached_op.py); results are the eager ones."""
+cached_op.py); results are the eager ones. Called on `mx.sym` Symbols, a HybridBlock returns its graph, made by
+the same trace (parameters as their `Parameter.var()` variables), as MXNet 1.x's symbolic composition does."""
 import inspect
 import json
 import threading
