@@ -57,6 +57,15 @@ class Initializer:
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self._kwargs.items())})"
 
+    def __eq__(self, other):
+        """Same class and same arguments (as MXNet compares them), e.g. the inits of two blocks' parameters."""
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and self._kwargs == other._kwargs
+
+    def __hash__(self):
+        return hash(type(self))      # equal initializers share a class; their arguments may be unhashable lists
+
     def __call__(self, desc, arr):
         if not isinstance(desc, InitDesc):
             desc = InitDesc(str(desc))

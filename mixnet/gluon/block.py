@@ -1,9 +1,11 @@
 """Gluon `Block` and `HybridBlock` with MXNet 1.x naming (prefixes, name_scope, `dense0_` counters), structural
 save/load, hooks and summaries. `HybridBlock.hybridize()` traces and compiles the block (cached_graph.py,
-cached_op.py); results are the eager ones."""
+cached_op.py); results are the eager ones. Called on `mx.sym` Symbols, a HybridBlock returns its graph, made by
+the same trace (parameters as their `Parameter.var()` variables), as MXNet 1.x's symbolic composition does."""
 import inspect
 import json
 import threading
+import warnings
 from collections import OrderedDict, defaultdict
 
 import numpy as np
@@ -12,7 +14,7 @@ from .. import config
 from .. import initializer as init_module
 from .. import name as name_module
 from .._atomic import write_atomic
-from ..base import MXNetError
+from ..base import MXNetError, MXNetWarning
 from ..ndarray import load as nd_load, save as nd_save
 from ..ndarray.ndarray import NDArray
 from . import cached_graph
@@ -159,6 +161,7 @@ class Block:
     # ------------------------------------------------------------------ parameters
     def collect_params(self, select=None):
         """All parameters of this block and its children; `select` is a regex matched on full names."""
+        self._warn_unregistered_blocks()
         result = ParameterDict(self._params.prefix)
         result.update(self._params)
         for param in self._reg_params.values():
@@ -167,6 +170,25 @@ class Block:
         for child in self._children.values():
             result.update(child.collect_params())
         return select_params(result, select)
+
+    def _warn_unregistered_blocks(self):
+        """Blocks kept in a plain list/tuple/dict attribute are not children: their parameters are missed by
+        collect_params (and so by initialize, Trainer and save). MXNet warns about it here; so do we."""
+        children = set(map(id, self._children.values()))
+
+        def hides_block(value):
+            if isinstance(value, Block):
+                return id(value) not in children
+            if isinstance(value, dict):
+                value = list(value.values())
+            return isinstance(value, (list, tuple)) and any(hides_block(v) for v in value)
+
+        for key, value in self.__dict__.items():
+            if key != "_children" and isinstance(value, (list, tuple, dict)) and hides_block(value):
+                warnings.warn(f'"{type(self).__name__}.{key}" is an unregistered container with Blocks: Blocks '
+                              "inside a list, tuple or dict are not registered automatically. Register them with "
+                              "register_child() or use nn.Sequential/nn.HybridSequential instead.", MXNetWarning,
+                              stacklevel=3)
 
     def _collect_params_with_prefix(self, prefix=""):
         """Structural names: attribute paths joined by '.', as save_parameters writes them."""
@@ -400,6 +422,11 @@ class HybridBlock(Block):
         self._last_graph = None
         self._checks_left = 0
 
+    def register_child(self, block, name=None):
+        super().register_child(block, name)
+        # a new or replaced child changes the graph: the next call re-traces (and export needs that call first)
+        self._cached_graphs, self._last_graph = {}, None
+
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False, static_shape=False,
                   inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, check=None, **kwargs):
         """Compiles the block: each new input signature is traced once into a graph (see cached_graph.py),
@@ -430,8 +457,16 @@ class HybridBlock(Block):
                           static_shape=static_shape, inline_limit=inline_limit, **kwargs)
 
     def _run_forward(self, args, kwargs):
-        if not cached_graph.TRACING.get() and cached_graph.symbolic_inputs(args, kwargs):
-            return cached_graph.call_symbolic(self, args, kwargs)
+        if not cached_graph.TRACING.get():
+            kinds = cached_graph.input_kinds(args, kwargs)
+            if "Symbol" in kinds:
+                return cached_graph.call_symbolic(self, args, kwargs)
+            if not kinds and type(self).forward is HybridBlock.forward:
+                # hybrid_forward needs an array to take its device from (or Symbols to compose on)
+                from .utils import InvalidArgument
+                raise InvalidArgument(f"{type(self).__name__} {self.name!r}: a HybridBlock needs at least one "
+                                      "NDArray or Symbol input; got "
+                                      f"({', '.join(type(a).__name__ for a in args)})")
         if self._active and not cached_graph.TRACING.get() and not cached_graph.EAGER.get():
             if kwargs:
                 bound = self._keywords_as_positions(args, kwargs)

@@ -198,8 +198,8 @@ class CachedGraph:
         return unflatten(list(outs), self.out_structure)
 
 
-def symbolic_inputs(args, kwargs):
-    """Whether a call's (nested) arguments hold Symbols; raises if they mix Symbols and NDArrays (MXNet's
+def input_kinds(args, kwargs):
+    """Which of 'NDArray' and 'Symbol' a call's (nested) arguments hold; raises if they mix both (MXNet's
     ValueError: a block runs either on arrays or symbolically, never both at once)."""
     from ..symbol import Symbol
     kinds = set()
@@ -218,7 +218,7 @@ def symbolic_inputs(args, kwargs):
         from .utils import InvalidArgument
         raise InvalidArgument("a HybridBlock's inputs are all Symbols or all NDArrays; got both (mixed NDArray "
                               "and Symbol inputs are not supported, as in MXNet)")
-    return "Symbol" in kinds
+    return kinds
 
 
 def call_symbolic(block, args, kwargs):

@@ -209,6 +209,14 @@ class Parameter:
             raise MXNetError(f"Cannot get gradient array for Parameter {self.name!r} because grad_req='null'")
         return [self._grad_of(arr) for arr in self._data]
 
+    @property
+    def _grad(self):
+        """MXNet 1.x's `_grad`, which user code reads: the gradient buffers (one per device, allocated now if
+        need be), or None before initialization and with grad_req 'null'."""
+        if self._data is None or self._grad_req == "null":
+            return None
+        return [self._grad_of(arr) for arr in self._data]
+
     def list_ctx(self):
         if self._data is None:
             if self._deferred_init is not None:

@@ -169,6 +169,8 @@ class SymbolBlock(HybridBlock):
         if kwargs:
             raise MXNetError(f"SymbolBlock takes its inputs ({', '.join(self._input_names)}) by position, got "
                              f"keyword arguments {sorted(kwargs)}")
+        if not cached_graph.TRACING.get() and "Symbol" in cached_graph.input_kinds(args, kwargs):
+            return cached_graph.call_symbolic(self, args, kwargs)      # the graph composed on the given Symbols
         return self.forward(*args)
 
     def forward(self, *args):

@@ -87,8 +87,13 @@ def test_symbol_block_from_symbolic_call_shares_parameters():
     np.testing.assert_allclose(block(x).asnumpy(), net(x).asnumpy(), rtol=1e-6)
     # all internal outputs: one array per graph output
     internals = net(data).get_internals()
-    outs = gluon.SymbolBlock(internals, data, params=net.collect_params())(x)
+    sym_block = gluon.SymbolBlock(internals, data, params=net.collect_params())
+    outs = sym_block(x)
     assert len(outs) == len(internals.list_outputs())
+    # a SymbolBlock called on a Symbol composes its graph onto it, one Symbol per output
+    composed = sym_block(mx.sym.var("in"))
+    assert len(composed) == len(internals.list_outputs())
+    assert "in" in composed[-1].list_arguments() and "data" not in composed[-1].list_arguments()
 
 
 def test_mixed_symbol_and_ndarray_inputs_raise_value_error():
@@ -100,6 +105,32 @@ def test_mixed_symbol_and_ndarray_inputs_raise_value_error():
         Add()(mx.nd.ones((2,)), mx.sym.var("b"))
     with pytest.raises(ValueError, match="mixed NDArray and Symbol"):
         Add()([mx.sym.var("a")], [mx.nd.ones((2,))])
+
+
+@pytest.mark.parametrize("hybridized", [False, True])
+def test_no_array_or_symbol_input_raises_value_error(hybridized):
+    class Pick(gluon.HybridBlock):
+        def hybrid_forward(self, F, a, b):
+            return a if a is not None else b
+
+    block = Pick()
+    if hybridized:
+        block.hybridize()
+    np.testing.assert_array_equal(block(None, mx.nd.ones((2,))).asnumpy(), [1, 1])
+    with pytest.raises(ValueError, match="at least one NDArray or Symbol"):
+        block(None, None)
+
+
+def test_parameter_grad_follows_grad_req():
+    """Parameter._grad (read by MXNet users' code): the gradient buffers, None with grad_req 'null'."""
+    dense = nn.Dense(2, in_units=3)
+    assert dense.weight._grad is None            # not initialized yet
+    dense.initialize()
+    dense.collect_params().setattr("grad_req", "null")
+    assert dense.weight._grad is None
+    dense.collect_params().setattr("grad_req", "write")
+    (grad,) = dense.weight._grad
+    assert grad.shape == (2, 3) and grad is dense.weight.grad()
 
 
 def test_ndarray_made_inside_symbolic_call_is_refused_clearly():
@@ -139,3 +170,28 @@ def test_cell_unroll_on_symbols_equals_eager(cell_type, n_states):
     np.testing.assert_allclose(np.stack(got[:4], axis=1), eager_out.asnumpy(), rtol=1e-5, atol=1e-6)
     for g, e in zip(got[4:], eager_states):
         np.testing.assert_allclose(g, e.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_initializers_compare_by_class_and_arguments():
+    """Two blocks built alike have equal (not identical) parameter initializers, as in MXNet."""
+    assert mx.init.Constant(-10.0) == mx.init.Constant(-10.0)
+    assert mx.init.Uniform(0.1) != mx.init.Uniform(0.2)
+    assert mx.init.Xavier() != mx.init.MSRAPrelu()
+    assert len({mx.init.Normal(0.5), mx.init.Normal(0.5)}) == 1
+    first, second = nn.Dense(2, bias_initializer=mx.init.Constant(1.0)), nn.Dense(2, bias_initializer="ones")
+    assert first.bias.init == nn.Dense(2, bias_initializer=mx.init.Constant(1.0)).bias.init
+    assert first.bias.init != second.bias.init
+
+
+def test_adding_or_replacing_a_child_retraces_a_hybridized_block():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(4, flatten=False))
+    net.hybridize()
+    net.initialize()
+    x = mx.nd.ones((2, 3, 5))
+    assert net(x).shape == (2, 3, 4)
+    net.add(nn.Flatten())
+    assert net(x).shape == (2, 12)
+    net.fc = nn.Dense(3, in_units=12)
+    net.fc.initialize()
+    assert net(x).shape == (2, 3)

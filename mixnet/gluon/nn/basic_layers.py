@@ -1,7 +1,9 @@
 """gluon.nn basic layers: containers, Dense, Dropout, normalization, Embedding, Flatten, Lambda."""
+import warnings
+
 import numpy as np
 
-from ...base import MXNetError
+from ...base import MXNetError, MXNetWarning
 from ..block import Block, HybridBlock
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Activation", "Dropout", "BatchNorm", "BatchNormReLU", "InstanceNorm", "LayerNorm",
@@ -25,6 +27,12 @@ class Sequential(Block):
             if isinstance(x, (tuple, list)):
                 x, args = x[0], tuple(x[1:])
         return (x,) + args if args else x
+
+    def hybridize(self, active=True, **kwargs):
+        if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
+            warnings.warn(f"All children of this Sequential layer {self.prefix!r} are HybridBlocks. Consider using "
+                          "HybridSequential for the best performance.", MXNetWarning, stacklevel=2)
+        super().hybridize(active, **kwargs)
 
     def __getitem__(self, key):
         layers = list(self._children.values())[key]

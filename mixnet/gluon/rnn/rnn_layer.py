@@ -77,6 +77,34 @@ class _RNNLayer(HybridBlock):
             result[f"{prefix}_unfused.{layer}.{cell}{kind}_{what}"] = param
         return result
 
+    def _unfuse(self):
+        """The same network as a HybridSequentialRNNCell of per-layer cells (BidirectionalCell pairs when
+        bidirectional, DropoutCell between layers), sharing this layer's parameters: `l0_i2h_weight` is both
+        this layer's and the first cell's."""
+        from . import rnn_cell
+        if self._projection_size or any(self._clip[:2]):
+            raise MXNetError(f"{type(self).__name__} {self.name!r}: _unfuse supports neither projection_size nor "
+                             "state clipping (the cells have no such options)")
+        make = {"rnn_relu": lambda **kw: rnn_cell.RNNCell(self._hidden_size, activation="relu", **kw),
+                "rnn_tanh": lambda **kw: rnn_cell.RNNCell(self._hidden_size, activation="tanh", **kw),
+                "lstm": lambda **kw: rnn_cell.LSTMCell(self._hidden_size, **kw),
+                "gru": lambda **kw: rnn_cell.GRUCell(self._hidden_size, **kw)}[self._mode]
+        stack = rnn_cell.HybridSequentialRNNCell(prefix=self.prefix, params=self.params)
+        with stack.name_scope():
+            ni = self._input_size
+            for i in range(self._num_layers):
+                kw = {"input_size": ni}
+                kw.update((kind + "_initializer", getattr(self, f"l{i}_{kind}").init)
+                          for kind in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias"))
+                if self._dir == 2:
+                    stack.add(rnn_cell.BidirectionalCell(make(prefix=f"l{i}_", **kw), make(prefix=f"r{i}_", **kw)))
+                else:
+                    stack.add(make(prefix=f"l{i}_", **kw))
+                if self._dropout > 0 and i != self._num_layers - 1:
+                    stack.add(rnn_cell.DropoutCell(self._dropout))
+                ni = self._hidden_size * self._dir
+        return stack
+
     def state_info(self, batch_size=0):
         lnc = self._num_layers * self._dir
         h = {"shape": (lnc, batch_size, self._projection_size or self._hidden_size), "__layout__": "LNC",
