@@ -23,6 +23,8 @@ _IN_GRAPH_ASSIGN = ("Assigning to NDArrays that are already in a computational g
                     "behavior when evaluating gradients. Please call backward first to clear the graph or do "
                     "this out side of a record section.")
 
+_INPLACE_RECORDED = "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with autograd."
+
 
 def _wrap(data, ctx):
     arr = NDArray.__new__(NDArray)
@@ -169,7 +171,13 @@ class NDArray:
         return data if dtype is None else data.astype(dtype)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """numpy functions on NDArrays compute in numpy and return numpy arrays (nothing is recorded)."""
+        """numpy functions on NDArrays compute in numpy and return numpy arrays (nothing is recorded), except a
+        numpy scalar on the left of an arithmetic or comparison operator (`np.float64(0.5) * x`): numpy routes
+        that here (comparisons hand the scalar over as a 0-d array), and MXNet answers it as `0.5 * x`, an NDArray on the autograd tape."""
+        binop = _UFUNC_OPERATORS.get(ufunc)
+        if binop is not None and method == "__call__" and not kwargs and len(inputs) == 2 \
+                and isinstance(inputs[1], NDArray) and isinstance(inputs[0], (np.generic, np.ndarray)) and inputs[0].ndim == 0:
+            return binop(inputs[0].item(), inputs[1])
         inputs = [x.asnumpy() if isinstance(x, NDArray) else x for x in inputs]
         out = kwargs.get("out")
         if out is not None:
@@ -230,6 +238,8 @@ class NDArray:
         key = _index_key(key)
         if isinstance(value, NDArray):
             value = value._converted_for(self)
+            if value.size == 1:          # x[i] = <size-1 NDArray> fills one element too, as MXNet broadcasts it
+                value = value.reshape(())
         elif not is_number(value):
             value = array_module(self._ctx).asarray(value, dtype=self._data.dtype)
         self._assign(value, key)
@@ -361,6 +371,9 @@ class NDArray:
 
     def _inplace(self, other, fn):
         result = fn(self, other)
+        if result._node is not None and MODE.get().recording:
+            # `w += x` with x in the graph: MXNet refuses to record an op whose output is an existing array
+            raise MXNetError(_INPLACE_RECORDED)
         self._assign(result._data if result._ctx == self._ctx else result._converted_for(self))
         return self
 
@@ -448,6 +461,11 @@ def _binary(lhs, rhs, array_op, scalar_op):
 
 
 _NO_ATTRS = {}
+# numpy ufunc -> the Python operator it implements (for a numpy scalar on the left of an NDArray)
+_UFUNC_OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+                    np.true_divide: operator.truediv, np.power: operator.pow, np.remainder: operator.mod,
+                    np.less: operator.lt, np.less_equal: operator.le, np.greater: operator.gt,
+                    np.greater_equal: operator.ge, np.equal: operator.eq, np.not_equal: operator.ne}
 
 
 # ---------------------------------------------------------------------------------------------------------
