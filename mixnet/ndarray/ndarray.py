@@ -9,10 +9,10 @@ import operator
 import numpy as np
 
 from .._mode import MODE
-from ..base import MXNetError, dtype_np, is_number
+from ..base import MXNetError, OpError, dtype_np, is_number
 from ..context import Context, array_module, current_context, cpu
 from ..ops import dispatch, registry
-from ..ops.common import check_shape
+from ..ops.common import check_shape, infer as infer_shapes
 
 __all__ = ["NDArray", "array", "empty", "from_numpy", "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
            "waitall", "py_slice", "_STORAGE_TYPE_STR_TO_ID"]
@@ -237,11 +237,14 @@ class NDArray:
     def __setitem__(self, key, value):
         key = _index_key(key)
         if isinstance(value, NDArray):
+            if value._node is not None and not _whole_array_key(key) and MODE.get().recording:
+                # MXNet records a partial assignment as an op writing into self: refused while recording
+                raise MXNetError(_INPLACE_RECORDED)
             value = value._converted_for(self)
-            if value.size == 1:          # x[i] = <size-1 NDArray> fills one element too, as MXNet broadcasts it
-                value = value.reshape(())
         elif not is_number(value):
             value = array_module(self._ctx).asarray(value, dtype=self._data.dtype)
+        if not is_number(value) and value.size == 1:
+            value = value.reshape(())    # x[i] = <size-1 array> fills one element too, as MXNet broadcasts it
         self._assign(value, key)
 
     def __getitem__(self, key):
@@ -370,6 +373,7 @@ class NDArray:
         return _binary(self, other, "broadcast_greater_equal", "_greater_equal_scalar")
 
     def _inplace(self, other, fn):
+        self._check_assignable()
         result = fn(self, other)
         if result._node is not None and MODE.get().recording:
             # `w += x` with x in the graph: MXNet refuses to record an op whose output is an existing array
@@ -402,6 +406,24 @@ class NDArray:
         if kwargs:
             raise MXNetError(f"reshape: unexpected arguments {sorted(kwargs)}")
         return _op_call("Reshape", (self,), {"shape": tuple(shape), "reverse": reverse})
+
+    # flatten / squeeze / expand_dims: inplace=True returns a reshaped view sharing this array's memory (MXNet)
+    def flatten(self, inplace=False):
+        return self._reshape_family("Flatten", inplace)
+
+    def squeeze(self, axis=None, inplace=False):
+        return self._reshape_family("squeeze", inplace, axis=axis)
+
+    def expand_dims(self, axis, inplace=False):
+        return self._reshape_family("expand_dims", inplace, axis=axis)
+
+    def _reshape_family(self, name, inplace, **attrs):
+        op = _op(name)
+        attrs = op.parse(attrs)
+        if not inplace:
+            return dispatch.apply(op, (self,), attrs)
+        shapes, _ = infer_shapes(op, [self.shape], [self._data.dtype], attrs)
+        return self.reshape(shapes[0])
 
     def zeros_like(self):
         return zeros_like_array(self)
@@ -488,6 +510,12 @@ def _index_part(k):
     return k
 
 
+def _whole_array_key(key):
+    """x[:] / x[...] / x[None]: MXNet copies the value into the whole array (no recorded op)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in parts)
+
+
 def _is_basic(key):
     parts = key if isinstance(key, tuple) else (key,)
     return all(isinstance(k, (numbers.Integral, slice)) or k is None or k is Ellipsis for k in parts)
@@ -546,11 +574,27 @@ def ones_like_array(x, value=1):
 
 
 def from_numpy(ndarray, zero_copy=True):
-    """Wraps a numpy array (sharing memory when zero_copy and the array is C-contiguous)."""
+    """Wraps a numpy array. zero_copy (MXNet's default): shares its memory, which must be C-contiguous, and makes
+    the numpy array read-only; otherwise a copy."""
     if not isinstance(ndarray, np.ndarray):
         raise MXNetError(f"from_numpy: expected a numpy.ndarray, got {type(ndarray).__name__}")
-    data = ndarray if zero_copy and ndarray.flags.c_contiguous else np.ascontiguousarray(ndarray).copy()
-    dtype_np(data.dtype)
+    if zero_copy and not ndarray.flags.c_contiguous:
+        raise OpError(f"from_numpy: zero_copy needs a C-contiguous array (shape {ndarray.shape}, strides "
+                      f"{ndarray.strides}); pass zero_copy=False or numpy.ascontiguousarray(a)")
+    dtype_np(ndarray.dtype)
+    if not zero_copy:
+        return _wrap(np.ascontiguousarray(ndarray).copy(), cpu())
+    # MXNet takes the buffer over: the NDArray writes through, the numpy array becomes read-only (an array made
+    # from a memoryview exported while it was writable stays writable; a plain view would not)
+    if not ndarray.flags.writeable:
+        try:        # one handed over before (MXNet writes into its buffer just the same)
+            ndarray.flags.writeable = True
+        except ValueError:
+            pass    # memory numpy cannot write (a read-only buffer): the NDArray is read-only too
+    data = np.asarray(memoryview(ndarray)) if ndarray.size else ndarray.copy()
+    if data.dtype != ndarray.dtype:
+        data = data.view(ndarray.dtype)
+    ndarray.flags.writeable = False
     return _wrap(data, cpu())
 
 
