@@ -1,7 +1,8 @@
 """Reverse-mode autodiff on a tape of registry ops.
 
-Recording: the dispatch door calls `_record` for every differentiable op that has an input in the graph; the
-outputs then point at a `TapeNode`. Leaves (arrays with `attach_grad`) point at a `Leaf`. Gradient rules are the
+Recording: the dispatch door calls `_record` for every op that has an input in the graph; the outputs then point
+at a `TapeNode`. Ops declared not differentiable (comparisons, sign, round, BlockGrad, argmax, ...) are recorded
+too and give their inputs zero gradients, as MXNet does: `backward()` through them writes zeros, not an error. Leaves (arrays with `attach_grad`) point at a `Leaf`. Gradient rules are the
 registry's, written with mixnet ops, so running backward under `create_graph=True` records the backward pass too
 and any order of derivative works.
 """
@@ -230,7 +231,7 @@ def _sweep(order, grads, leaves, destinations=None):
     """The reverse pass: runs each node's gradient rule (in the current mode), accumulating into `grads`
     ({_key: gradient}); leaves reached are collected in `leaves`. destinations: {id(leaf): gradient buffer}
     offered to the rules (GradContext.grad_buffer)."""
-    from .ndarray.ndarray import _wrap
+    from .ndarray.ndarray import _wrap, zeros_like_array
     for node in order:
         node_id = id(node)
         out_grads = [grads.pop((node_id, i), None) for i in range(len(node.out_data))]
@@ -239,7 +240,10 @@ def _sweep(order, grads, leaves, destinations=None):
         _check_versions(node)
         out_grads = [_wrap(node.ctx.xp.zeros_like(d), node.ctx) if g is None else g
                      for d, g in zip(node.out_data, out_grads)]
-        in_grads = node.op.grad(GradContext(node, destinations), *out_grads)
+        if node.op.differentiable:
+            in_grads = node.op.grad(GradContext(node, destinations), *out_grads)
+        else:
+            in_grads = [zeros_like_array(x) for x in node.inputs]
         if len(in_grads) != len(node.inputs):
             raise MXNetError(f"internal: gradient rule of {node.op.name} returned {len(in_grads)} gradients "
                              f"for {len(node.inputs)} inputs")
@@ -365,6 +369,12 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     grads, _ = _run_backward(heads, head_grads, create_graph, train_mode, retain_graph)
     result = [grads.get(_key(v)) for v in variables]
     result = [zeros_like_array(v) if g is None else g for v, g in zip(variables, result)]
+    if create_graph:
+        # MXNet's backward nodes take the forward inputs, so a gradient that does not depend on them (radians:
+        # pi/180) is still on the graph and differentiates to zeros instead of raising "not in a graph"
+        from .ops.common import call
+        with record(train_mode):
+            result = [g if g._node is not None else g + call("zeros_like", v) for v, g in zip(variables, result)]
     return result
 
 

@@ -31,6 +31,21 @@ def full(shape, val, ctx=None, dtype=None, out=None):
     return globals()["_full"](shape=shape, value=val, ctx=ctx, dtype=dtype, out=out)
 
 
+def onehot_encode(indices, out):
+    """One-hot rows of `indices` written into `out` (n, depth) and returned (MXNet's deprecated form of one_hot)."""
+    return globals()["_onehot_encode"](indices, out, out=out)
+
+
+def concatenate(arrays, axis=0, always_copy=True):
+    """Joins a list of arrays along `axis` (MXNet's deprecated form of concat); with always_copy=False a single
+    array is returned as is."""
+    if not isinstance(arrays, (list, tuple)) or not arrays:
+        raise _MXNetError("concatenate: expected a non-empty list of NDArrays")
+    if not always_copy and len(arrays) == 1:
+        return arrays[0]
+    return globals()["concat"](*arrays, dim=axis)
+
+
 def _check_dense(stype):
     if stype not in (None, "default"):
         raise _MXNetError(f"stype {stype!r}: mixnet stores every array dense (use stype='default')")
@@ -81,7 +96,7 @@ logical_or = _scalar_or_array("broadcast_logical_or", "_logical_or_scalar", "_lo
 logical_xor = _scalar_or_array("broadcast_logical_xor", "_logical_xor_scalar", "_logical_xor_scalar",
                                lambda a, b: float(bool(a) != bool(b)))
 
-from . import random, linalg, contrib, sparse  # noqa: E402,F401
+from . import random, linalg, contrib, sparse, _internal  # noqa: E402,F401
 from .fluent import attach_fluent_methods as _attach  # noqa: E402
 
 _attach(globals())

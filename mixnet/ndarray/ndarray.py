@@ -9,10 +9,10 @@ import operator
 import numpy as np
 
 from .._mode import MODE
-from ..base import MXNetError, dtype_np, is_number
+from ..base import MXNetError, OpError, dtype_np, is_number
 from ..context import Context, array_module, current_context, cpu
 from ..ops import dispatch, registry
-from ..ops.common import check_shape
+from ..ops.common import check_shape, infer as infer_shapes
 
 __all__ = ["NDArray", "array", "empty", "from_numpy", "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
            "waitall", "py_slice", "_STORAGE_TYPE_STR_TO_ID"]
@@ -22,6 +22,8 @@ _STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr"
 _IN_GRAPH_ASSIGN = ("Assigning to NDArrays that are already in a computational graph will cause undefined "
                     "behavior when evaluating gradients. Please call backward first to clear the graph or do "
                     "this out side of a record section.")
+
+_INPLACE_RECORDED = "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with autograd."
 
 
 def _wrap(data, ctx):
@@ -169,7 +171,13 @@ class NDArray:
         return data if dtype is None else data.astype(dtype)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """numpy functions on NDArrays compute in numpy and return numpy arrays (nothing is recorded)."""
+        """numpy functions on NDArrays compute in numpy and return numpy arrays (nothing is recorded), except a
+        numpy scalar on the left of an arithmetic or comparison operator (`np.float64(0.5) * x`): numpy routes
+        that here (comparisons hand the scalar over as a 0-d array), and MXNet answers it as `0.5 * x`, an NDArray on the autograd tape."""
+        binop = _UFUNC_OPERATORS.get(ufunc)
+        if binop is not None and method == "__call__" and not kwargs and len(inputs) == 2 \
+                and isinstance(inputs[1], NDArray) and isinstance(inputs[0], (np.generic, np.ndarray)) and inputs[0].ndim == 0:
+            return binop(inputs[0].item(), inputs[1])
         inputs = [x.asnumpy() if isinstance(x, NDArray) else x for x in inputs]
         out = kwargs.get("out")
         if out is not None:
@@ -229,9 +237,14 @@ class NDArray:
     def __setitem__(self, key, value):
         key = _index_key(key)
         if isinstance(value, NDArray):
+            if value._node is not None and not _whole_array_key(key) and MODE.get().recording:
+                # MXNet records a partial assignment as an op writing into self: refused while recording
+                raise MXNetError(_INPLACE_RECORDED)
             value = value._converted_for(self)
         elif not is_number(value):
             value = array_module(self._ctx).asarray(value, dtype=self._data.dtype)
+        if not is_number(value) and value.size == 1:
+            value = value.reshape(())    # x[i] = <size-1 array> fills one element too, as MXNet broadcasts it
         self._assign(value, key)
 
     def __getitem__(self, key):
@@ -360,7 +373,11 @@ class NDArray:
         return _binary(self, other, "broadcast_greater_equal", "_greater_equal_scalar")
 
     def _inplace(self, other, fn):
+        self._check_assignable()
         result = fn(self, other)
+        if result._node is not None and MODE.get().recording:
+            # `w += x` with x in the graph: MXNet refuses to record an op whose output is an existing array
+            raise MXNetError(_INPLACE_RECORDED)
         self._assign(result._data if result._ctx == self._ctx else result._converted_for(self))
         return self
 
@@ -389,6 +406,24 @@ class NDArray:
         if kwargs:
             raise MXNetError(f"reshape: unexpected arguments {sorted(kwargs)}")
         return _op_call("Reshape", (self,), {"shape": tuple(shape), "reverse": reverse})
+
+    # flatten / squeeze / expand_dims: inplace=True returns a reshaped view sharing this array's memory (MXNet)
+    def flatten(self, inplace=False):
+        return self._reshape_family("Flatten", inplace)
+
+    def squeeze(self, axis=None, inplace=False):
+        return self._reshape_family("squeeze", inplace, axis=axis)
+
+    def expand_dims(self, axis, inplace=False):
+        return self._reshape_family("expand_dims", inplace, axis=axis)
+
+    def _reshape_family(self, name, inplace, **attrs):
+        op = _op(name)
+        attrs = op.parse(attrs)
+        if not inplace:
+            return dispatch.apply(op, (self,), attrs)
+        shapes, _ = infer_shapes(op, [self.shape], [self._data.dtype], attrs)
+        return self.reshape(shapes[0])
 
     def zeros_like(self):
         return zeros_like_array(self)
@@ -448,6 +483,11 @@ def _binary(lhs, rhs, array_op, scalar_op):
 
 
 _NO_ATTRS = {}
+# numpy ufunc -> the Python operator it implements (for a numpy scalar on the left of an NDArray)
+_UFUNC_OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+                    np.true_divide: operator.truediv, np.power: operator.pow, np.remainder: operator.mod,
+                    np.less: operator.lt, np.less_equal: operator.le, np.greater: operator.gt,
+                    np.greater_equal: operator.ge, np.equal: operator.eq, np.not_equal: operator.ne}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -468,6 +508,12 @@ def _index_part(k):
     if isinstance(k, np.ndarray) and k.dtype.kind == "f":
         return k.astype(np.int64)
     return k
+
+
+def _whole_array_key(key):
+    """x[:] / x[...] / x[None]: MXNet copies the value into the whole array (no recorded op)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in parts)
 
 
 def _is_basic(key):
@@ -528,11 +574,27 @@ def ones_like_array(x, value=1):
 
 
 def from_numpy(ndarray, zero_copy=True):
-    """Wraps a numpy array (sharing memory when zero_copy and the array is C-contiguous)."""
+    """Wraps a numpy array. zero_copy (MXNet's default): shares its memory, which must be C-contiguous, and makes
+    the numpy array read-only; otherwise a copy."""
     if not isinstance(ndarray, np.ndarray):
         raise MXNetError(f"from_numpy: expected a numpy.ndarray, got {type(ndarray).__name__}")
-    data = ndarray if zero_copy and ndarray.flags.c_contiguous else np.ascontiguousarray(ndarray).copy()
-    dtype_np(data.dtype)
+    if zero_copy and not ndarray.flags.c_contiguous:
+        raise OpError(f"from_numpy: zero_copy needs a C-contiguous array (shape {ndarray.shape}, strides "
+                      f"{ndarray.strides}); pass zero_copy=False or numpy.ascontiguousarray(a)")
+    dtype_np(ndarray.dtype)
+    if not zero_copy:
+        return _wrap(np.ascontiguousarray(ndarray).copy(), cpu())
+    # MXNet takes the buffer over: the NDArray writes through, the numpy array becomes read-only (an array made
+    # from a memoryview exported while it was writable stays writable; a plain view would not)
+    if not ndarray.flags.writeable:
+        try:        # one handed over before (MXNet writes into its buffer just the same)
+            ndarray.flags.writeable = True
+        except ValueError:
+            pass    # memory numpy cannot write (a read-only buffer): the NDArray is read-only too
+    data = np.asarray(memoryview(ndarray)) if ndarray.size else ndarray.copy()
+    if data.dtype != ndarray.dtype:
+        data = data.view(ndarray.dtype)
+    ndarray.flags.writeable = False
     return _wrap(data, cpu())
 
 

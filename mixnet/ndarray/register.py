@@ -41,7 +41,7 @@ def write_out(result, out):
     """MXNet's `out=` argument: the result is copied into the given array(s), which are returned."""
     if out is None:
         return result
-    results = result if isinstance(result, tuple) else (result,)
+    results = result if isinstance(result, list) else (result,)
     outs = out if isinstance(out, (list, tuple)) else (out,)
     if len(outs) != len(results):
         raise MXNetError(f"out=: expected {len(results)} array(s), got {len(outs)}")
@@ -59,7 +59,10 @@ def make_function(op):
         except SymbolArguments:          # traced values: the same op, as a graph node (checked only on failure)
             from .. import symbol
             return getattr(symbol, op.name)(*args, name=name, **kwargs)
-        return write_out(dispatch.apply(op, inputs, attrs), out)
+        result = dispatch.apply(op, inputs, attrs)
+        if type(result) is tuple:        # MXNet's nd functions return several outputs as a list (nd.split)
+            result = list(result)
+        return write_out(result, out)
     function.__name__ = op.name
     function.__qualname__ = op.name
     attr_doc = "\n".join(f"    {k}: default {v.default!r}" for k, v in op.attrs.items()

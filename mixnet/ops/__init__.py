@@ -1,5 +1,15 @@
-"""The operator registry and its op families. Importing this package registers every op."""
+"""The operator registry and its op families. Importing this package registers every op.
+
+numpy's floating-point RuntimeWarnings ("divide by zero encountered in log") raised inside op kernels are
+silenced: MXNet computes log(0) = -inf, x / 0 = inf, sqrt(-1) = nan without a word, and so does mixnet. The
+filter matches only warnings attributed to mixnet.ops modules, so it costs nothing per call and leaves users'
+own numpy code alone.
+"""
+import warnings
+
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"mixnet\.ops(\.|$)")
 from . import registry, dispatch, attrs  # noqa: F401
 from . import elemwise, basic, reduce, shape, indexing, sort, creation, random, linalg, nn, ctc, rnn, control_flow  # noqa: F401
+from . import contrib  # noqa: F401
 
 __all__ = ["registry", "dispatch", "attrs"]

@@ -97,8 +97,8 @@ def parse_shape(value):
         return tuple(parse_int(p) for p in _split_tuple(value))
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return (int(value),)
-    if isinstance(value, (tuple, list)):
-        return tuple(parse_int(p) for p in value)
+    if isinstance(value, (tuple, list, range)) or (isinstance(value, np.ndarray) and value.ndim == 1):
+        return tuple(parse_int(p) for p in value)    # MXNet's Python API takes ranges and 1-d numpy arrays too
     raise ValueError(f"expected a shape such as (3, 3), got {value!r}")
 
 

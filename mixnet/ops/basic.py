@@ -247,6 +247,8 @@ def _broadcast_like_shape(x_shape, like_shape, lhs_axes, rhs_axes):
     if lhs_axes is None:
         return _target_shape(x_shape, like_shape)
     lhs_axes, rhs_axes = _axes_tuple(lhs_axes), _axes_tuple(rhs_axes)
+    if not lhs_axes or not rhs_axes:
+        raise ValueError("Empty axes tuple is not allowed (give lhs_axes and rhs_axes, or neither)")
     if len(lhs_axes) != len(rhs_axes):
         raise ValueError(f"lhs_axes {lhs_axes} and rhs_axes {rhs_axes} differ in length")
     shape = list(x_shape)

@@ -84,6 +84,8 @@ def _arange_count(start, stop, step, repeat):
 
 def _arange_values(xp, start, stop, step, repeat, dtype):
     start, stop, n = _arange_count(start, stop, step, repeat)
+    if np.dtype(dtype).kind in "iu":   # MXNet casts start and step to an integer dtype first (the count is not)
+        start, step = int(start), int(step)
     values = start + step * xp.arange(n, dtype=np.float64)
     if repeat > 1:
         values = xp.repeat(values, repeat)
@@ -99,8 +101,9 @@ def _ref_arange(start, stop, step, repeat, infer_range, ctx, dtype):
         start, stop = 0.0, start
     out = []
     i = 0
+    first, stride = (int(start), int(step)) if np.dtype(dtype).kind in "iu" else (start, step)
     while (step > 0 and start + i * step < stop) or (step < 0 and start + i * step > stop):
-        out.extend([start + i * step] * repeat)
+        out.extend([first + i * stride] * repeat)
         i += 1
     return np.array(out, dtype=np.float64).astype(dtype)
 
@@ -115,7 +118,8 @@ register(OpDef(
     test=OpTest(ref=_ref_arange, grad=False, grad2=False, cases=(
         ((), {"start": 0, "stop": 10, "step": 2}), ((), {"start": 3}), ((), {"start": 0, "stop": 3, "repeat": 2}),
         ((), {"start": 1, "stop": 2, "step": 0.3}), ((), {"start": 5, "stop": 0, "step": -1.5}),
-        ((), {"start": 0, "stop": 5, "dtype": "int32"}))),
+        ((), {"start": 0, "stop": 5, "dtype": "int32"}), ((), {"start": 1.5, "stop": 4, "step": 0.5, "dtype": "int32"}),
+        ((), {"start": 0, "stop": 10000 ** 2, "step": 10001, "dtype": "int32"}))),
     doc="Evenly spaced values in [start, stop) (stop None: [0, start)), each repeated `repeat` times."))
 
 

@@ -91,14 +91,14 @@ def apply(op, inputs, attrs):
             inputs[i]._bump_version()
     if type(result) is not tuple:
         out = WRAP(result, ctx)
-        if mode.recording and op.differentiable:
+        if mode.recording:
             for x in inputs:
                 if x._node is not None:
                     RECORD(op, attrs, inputs, (out,), mode.training)
                     break
         return out
     outputs = tuple([WRAP(r, ctx) for r in result])
-    if mode.recording and op.differentiable:
+    if mode.recording:
         for x in inputs:
             if x._node is not None:
                 RECORD(op, attrs, inputs, outputs, mode.training)

@@ -298,11 +298,24 @@ for _name, _fn, _tmpl in _COMPARE:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# scalar forms: x <op> scalar and scalar <op> x. The scalar is used at full precision, then the result is
-# cast to the array's dtype (documented difference: MXNet first truncates the scalar to an int array's dtype).
+# scalar forms: x <op> scalar and scalar <op> x. As in MXNet, the scalar is first cast to the array's dtype (an
+# integer array truncates it toward zero: int32 7 * 2.5 is 7 * 2 == 14, int32 < 1e-3 compares with 0), then the
+# result keeps the array's dtype.
+def _operand(x, scalar):
+    return int(scalar) if x.dtype.kind in "iu" and math.isfinite(scalar) else scalar
+
+
+def _pow(xp, base, exponent, x):
+    """base ** exponent; for an integer array x computed in float64 as MXNet's pow does, so a negative exponent
+    truncates (2 ** -1 is 0) instead of raising numpy's 'Integers to negative integer powers' error."""
+    if x.dtype.kind in "iu":
+        return xp.power(xp.asarray(base, dtype=xp.float64), xp.asarray(exponent, dtype=xp.float64))
+    return base ** exponent
+
+
 def _scalar_kernel(fn):
     def run(xp, x, scalar):
-        return _keep_dtype(x, fn(xp, x, scalar))
+        return _keep_dtype(x, fn(xp, x, _operand(x, scalar)))
     return run
 
 
@@ -310,6 +323,7 @@ def _scalar_out_kernel(fn, ufunc, reflected):
     """A scalar op that writes into a given buffer (out=, writes_out) through the xp ufunc `ufunc`; reflected:
     the scalar is the left operand. The Python scalar promotes exactly as in fn."""
     def run(xp, x, scalar, out=None):
+        scalar = _operand(x, scalar)
         if out is None:
             return _keep_dtype(x, fn(xp, x, scalar))
         args = (scalar, x) if reflected else (x, scalar)
@@ -334,9 +348,9 @@ _SCALAR = [
     ("_mod_scalar", lambda xp, x, s: xp.mod(x, s), lambda c, g: (g,), "fmod_floor({0}, {scalar})", (0.1, 0.9)),
     ("_rmod_scalar", lambda xp, x, s: xp.mod(s, x), lambda c, g: (-g * call("floor", c.attrs["scalar"] / _x(c)),),
      "fmod_floor({scalar}, {0})", (0.7, 0.9)),
-    ("_power_scalar", lambda xp, x, s: x ** s,
+    ("_power_scalar", lambda xp, x, s: _pow(xp, x, s, x),
      lambda c, g: (g * c.attrs["scalar"] * _x(c) ** (c.attrs["scalar"] - 1),), "pow({0}, {scalar})", (0.5, 2.0)),
-    ("_rpower_scalar", lambda xp, x, s: s ** x, lambda c, g: (g * _y(c) * math.log(c.attrs["scalar"]),),
+    ("_rpower_scalar", lambda xp, x, s: _pow(xp, s, x, x), lambda c, g: (g * _y(c) * math.log(c.attrs["scalar"]),),
      "pow({scalar}, {0})", (-2.0, 2.0)),
     ("_maximum_scalar", lambda xp, x, s: xp.maximum(x, s), lambda c, g: (g * (_x(c) >= c.attrs["scalar"]),),
      "max({0}, {scalar})", (-2.0, 2.0)),
@@ -360,7 +374,9 @@ _SCALAR_TEST_ATTRS = ({"scalar": 0.7}, {"scalar": -1.5}, {"scalar": 2.0})
 
 
 def _scalar_ref(fn):
-    return lambda x, scalar: fn(np, x, np.float64(scalar)).astype(x.dtype)
+    """The reference truncates the scalar for integer arrays by a different route (numpy's own cast)."""
+    return lambda x, scalar: fn(np, x, np.float64(scalar).astype(x.dtype) if x.dtype.kind in "iu"
+                                else np.float64(scalar)).astype(x.dtype)
 
 
 for _name, _fn, _grad, _tmpl, _domain in _SCALAR:

@@ -309,7 +309,7 @@ def _ref_pick(data, index, axis, keepdims, mode):
 
 
 register(OpDef(
-    name="pick", kernel=_pick, inputs=("data", "index"), nondiff_inputs=(1,),
+    name="pick", kernel=_pick, inputs=("data", "index"), nondiff_inputs=(1,), aliases=("choose_element_0index",),
     attrs={"axis": Attr(optional(parse_int), -1), "keepdims": Attr(parse_bool, False),
            "mode": Attr(choice("clip", "wrap"), "clip")},
     grad=_pick_grad, infer=_pick_infer,
@@ -317,6 +317,71 @@ register(OpDef(
         (((3, 4), (3,)), {}), (((3, 4), (4,)), {"axis": 0, "mode": "wrap"}),
         (((2, 3, 4), (2, 4)), {"axis": 1, "keepdims": True}), (((2, 3), (2, 1)), {"axis": 1}))),
     doc="Picks one element per position along `axis`: out[i] = data[i, index[i]] for axis=-1 on 2-d data."))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# MXNet's legacy row-element functions: fill_element_0index and _onehot_encode (nd.onehot_encode)
+def _row_index_check(op, lhs_shape, index_shape, value_shape=None):
+    if len(lhs_shape) != 2:
+        raise ValueError(f"{op} needs a 2-d lhs, got shape {tuple(lhs_shape)}")
+    for name, shape in (("index", index_shape), ("value", value_shape)):
+        if shape is not None and tuple(shape) != (lhs_shape[0],):
+            raise ValueError(f"{op} needs a 1-d {name} of length {lhs_shape[0]} (one per row of lhs "
+                             f"{tuple(lhs_shape)}), got shape {tuple(shape)}")
+
+
+def _fill_element(xp, lhs, mhs, rhs):
+    _row_index_check("fill_element_0index", lhs.shape, rhs.shape, mhs.shape)
+    out = lhs.copy()
+    out[xp.arange(lhs.shape[0]), _fix_mode(xp, _as_index(xp, rhs), lhs.shape[1], "raise", "fill_element_0index")] \
+        = mhs
+    return out
+
+
+def _fill_element_grad(c, g):
+    lhs, _, rhs = c.inputs
+    filled = call("one_hot", rhs, depth=lhs.shape[1], dtype=g.dtype)
+    return g * (1 - filled), call("pick", g, rhs, axis=1), None
+
+
+def _ref_fill_element(lhs, mhs, rhs):
+    out = lhs.copy()
+    for i in range(lhs.shape[0]):
+        out[i, int(rhs[i])] = mhs[i]
+    return out
+
+
+def _fill_element_infer(shapes, dtypes):
+    _row_index_check("fill_element_0index", shapes[0], shapes[2], shapes[1])
+    return [tuple(shapes[0])], [dtypes[0]]
+
+
+register(OpDef(
+    name="fill_element_0index", kernel=_fill_element, inputs=("lhs", "mhs", "rhs"), nondiff_inputs=(2,),
+    grad=_fill_element_grad, infer=_fill_element_infer,
+    test=OpTest(ref=_ref_fill_element, int_inputs={2: (0, 2)}, cases=((((3, 4), (3,), (3,)), {}),
+                                                                     (((1, 2), (1,), (1,)), {}))),
+    doc="A copy of lhs with out[i, rhs[i]] = mhs[i] for each row i (MXNet's legacy function; an index outside "
+        "[0, lhs.shape[1]) is an error)."))
+
+
+def _onehot_encode(xp, indices, out_like):
+    """Indices outside [0, depth) give all-zero rows, as one_hot does."""
+    _row_index_check("_onehot_encode", out_like.shape, indices.shape)
+    return (_as_index(xp, indices)[:, None] == xp.arange(out_like.shape[1])).astype(out_like.dtype)
+
+
+def _onehot_encode_infer(shapes, dtypes):
+    _row_index_check("_onehot_encode", shapes[1], shapes[0])
+    return [tuple(shapes[1])], [dtypes[1]]
+
+
+register(OpDef(
+    name="_onehot_encode", kernel=_onehot_encode, inputs=("lhs", "rhs"), differentiable=False,
+    infer=_onehot_encode_infer, hidden=True,
+    test=OpTest(ref=lambda idx, like: np.eye(like.shape[1], dtype=like.dtype)[idx.astype(np.int64)],
+                int_inputs={0: (0, 4)}, grad=False, grad2=False, cases=((((3,), (3, 4)), {}),)),
+    doc="One-hot rows shaped like rhs (nd.onehot_encode(indices, out) writes them into out; use one_hot)."))
 
 
 def _batch_take_check(a_shape, indices_shape, indices_dtype):

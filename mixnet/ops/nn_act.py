@@ -170,7 +170,9 @@ def _g_leaky(c, g, *rest):
     if t == "elu":
         return (g * (pos + neg * a["slope"] * call("exp", x * neg)),)
     if t == "selu":
-        return (g * _SELU_LAMBDA * (pos + neg * _SELU_ALPHA * call("exp", x * neg)),)
+        # MXNet's rule, which its tests check: lambda where x > 0, else lambda * (y + alpha) - close to the exact
+        # lambda * alpha * exp(x) only near 0 (mixnet follows MXNet; tests/ops/test_nn_semantics.py pins it)
+        return (g * _SELU_LAMBDA * (pos + neg * (c.outputs[0] + _SELU_ALPHA)),)
     if t == "gelu":
         cdf = 0.5 * (1 + call("erf", x * (1 / math.sqrt(2.0))))
         pdf = call("exp", x * x * -0.5) * (1 / math.sqrt(2 * math.pi))
@@ -573,12 +575,12 @@ def _k_so_target(xp, out, label, *, grad_scale, ignore_label, multi_output, use_
     valid = (lab != ignore_label)
     if use_ignore:
         grad = grad * xp.expand_dims(valid, ax2).astype(y.dtype)
-    if normalization == "batch":
-        scale = grad_scale / y.shape[0]
-    elif normalization == "valid":
+    if normalization == "valid":
         scale = grad_scale / max(int(valid.sum()), 1)
     else:
-        scale = grad_scale
+        # MXNet: with multi_output, 'null' and 'batch' also divide by the spatial size (positions per sample)
+        spatial = y.size // max(y.shape[0] * k, 1) if multi_output else 1
+        scale = grad_scale / (spatial * (y.shape[0] if normalization == "batch" else 1) or 1)
     return (grad * scale).astype(out.dtype, copy=False).reshape(out.shape)
 
 
@@ -614,7 +616,8 @@ register(OpDef(
     )),
     doc="Softmax forward; backward is MXNet's (softmax - onehot(label)) * grad_scale / norm, ignoring the head "
         "gradient (the loss is implicit). normalization: 'null' (none), 'batch' (/N), 'valid' (/ number of labels "
-        "!= ignore_label, counted even without use_ignore). use_ignore zeroes rows whose label is ignore_label; "
+        "!= ignore_label, counted even without use_ignore); with multi_output 'null' and 'batch' also divide by "
+        "the spatial size. use_ignore zeroes rows whose label is ignore_label; "
         "out-of-range labels contribute no onehot. smooth_alpha spreads alpha over the other classes."))
 register(OpDef(
     name="_softmax_output_grad", kernel=_k_so_target, inputs=("out", "label"), attrs=_SO_ATTRS,

@@ -65,7 +65,7 @@ class OpDef:
     variadic: bool = False                   # every positional array is an input (concat, add_n, stack)
     kind: str = "other"                      # 'unary', 'binary', 'broadcast', 'scalar', 'reduce', 'other'
     scalar: Optional[str] = None
-    differentiable: bool = True              # False: outputs are constants to autograd (comparisons, argmax)
+    differentiable: bool = True              # False: zero gradient to every input (comparisons, argmax), as MXNet
     nondiff_inputs: tuple = ()               # input indices that never get a gradient (indices, labels)
     mutates: tuple = ()                      # input indices updated in place (BatchNorm's running stats)
     writes_out: bool = False                 # kernel takes out= (an array, or a tuple of them) to write into

@@ -814,7 +814,7 @@ def _slice_ref(x, begin, end, step):
 
 
 register(OpDef(
-    name="slice", kernel=_slice, attrs=_SLICE_ATTRS, grad=_slice_grad, kind="shape",
+    name="slice", kernel=_slice, attrs=_SLICE_ATTRS, grad=_slice_grad, kind="shape", aliases=("crop",),
     infer=lambda shapes, dtypes, begin, end, step: ([slice_shape(shapes[0], begin, end, step)], [dtypes[0]]),
     test=OpTest(ref=_slice_ref, cases=(
         (((3, 4),), {"begin": (0, 1), "end": (2, 3)}),
@@ -836,6 +836,69 @@ register(OpDef(
         (((2, 2),), {"shape": (3, 4), "begin": (0, 1), "end": (2, 3), "step": ()}),
         (((2, 2),), {"shape": (3, 4), "begin": (None, None), "end": (None, None), "step": (-2, -2)}))),
     doc="Adjoint of slicing: zeros of `shape` with the gradient written into the sliced region."))
+
+
+# _slice_assign (alias _crop_assign) and _slice_assign_scalar: lhs with the sliced region replaced (MXNet's
+# x[begin:end] = v without `out=` aliasing; nd.concatenate and old scripts call them through nd._internal)
+def _slice_assign_check(lhs_shape, rhs_shape, begin, end, step):
+    region = slice_shape(lhs_shape, begin, end, step)
+    if rhs_shape is not None and tuple(rhs_shape) != region:
+        raise ValueError(f"rhs of shape {tuple(rhs_shape)} does not match the sliced region {region} of lhs "
+                         f"{tuple(lhs_shape)}")
+    return tuple(lhs_shape)
+
+
+def _slice_assign(xp, lhs, rhs, begin, end, step):
+    _slice_assign_check(lhs.shape, rhs.shape, begin, end, step)
+    out = lhs.copy()
+    out[_slice_key(lhs.ndim, begin, end, step)] = rhs
+    return out
+
+
+def _slice_assign_scalar(xp, lhs, scalar, begin, end, step):
+    out = lhs.copy()
+    out[_slice_key(lhs.ndim, begin, end, step)] = scalar
+    return out
+
+
+def _outside_region(c, g):
+    """g with the sliced region zeroed: the gradient of lhs, whose region the assignment overwrote."""
+    a = c.attrs
+    inside = call("_slice_assign_scalar", call("zeros_like", g), scalar=1.0, begin=a["begin"], end=a["end"],
+                  step=a["step"])
+    return g * (1 - inside)
+
+
+def _ref_slice_assign(lhs, rhs, begin, end, step):
+    out = lhs.copy()
+    key = tuple(slice(b, e, (step[i] if step else None)) for i, (b, e) in enumerate(zip(begin, end)))
+    out[key] = rhs
+    return out
+
+
+register(OpDef(
+    name="_slice_assign", kernel=_slice_assign, inputs=("lhs", "rhs"), attrs=_SLICE_ATTRS, hidden=True,
+    aliases=("_crop_assign",),
+    infer=lambda shapes, dtypes, begin, end, step: (
+        [_slice_assign_check(shapes[0], shapes[1], begin, end, step)], [dtypes[0]]),
+    grad=lambda c, g: (_outside_region(c, g), call("slice", g, begin=c.attrs["begin"], end=c.attrs["end"],
+                                                    step=c.attrs["step"])),
+    test=OpTest(ref=_ref_slice_assign, cases=(
+        (((3, 4), (2, 2)), {"begin": (0, 1), "end": (2, 3)}),
+        (((2, 3, 4), (2, 1, 3)), {"begin": (0, 0, 0), "end": (2, 1, 3)}),
+        (((3, 4), (2, 2)), {"begin": (None, None), "end": (None, None), "step": (2, -2)}))),
+    doc="lhs with lhs[begin:end:step] replaced by rhs (a new array)."))
+register(OpDef(
+    name="_slice_assign_scalar", kernel=_slice_assign_scalar, attrs={"scalar": Attr(parse_float, 0.0),
+                                                                     **_SLICE_ATTRS},
+    hidden=True, aliases=("_crop_assign_scalar",),
+    infer=lambda shapes, dtypes, scalar, begin, end, step: (
+        [_slice_assign_check(shapes[0], None, begin, end, step)], [dtypes[0]]),
+    grad=lambda c, g: (_outside_region(c, g),),
+    test=OpTest(ref=lambda x, scalar, begin, end, step: _ref_slice_assign(x, scalar, begin, end, step), cases=(
+        (((3, 4),), {"scalar": 5.0, "begin": (0, 1), "end": (2, 3)}),
+        (((2, 3, 4),), {"scalar": -1.5, "begin": (None, 1), "end": (None, None), "step": (None, -1)}))),
+    doc="x with x[begin:end:step] set to scalar (a new array)."))
 
 
 def _slice_axis_bounds(shape, axis, begin, end):

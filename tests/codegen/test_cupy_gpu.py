@@ -552,7 +552,7 @@ def test_kernels_on_the_gpu_match_numpy(case):
     import cupy
     kernel = cg.compile_kernel(case.group)
     got = kernel(*[cupy.asarray(a) if a.flags.c_contiguous else _device_view(a) for a in case.inputs])
-    got = got if isinstance(got, tuple) else (got,)
+    got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
     # the device's libm differs from glibc's by a few ulp, and fma contraction is on by default
     _compare(case, [cupy.asnumpy(g) for g in got], slack=4)
 

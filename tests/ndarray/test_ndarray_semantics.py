@@ -29,12 +29,20 @@ def test_scalar_ops_keep_array_dtype():
     assert (x + 1).dtype is np.float16
 
 
-def test_int_scalar_is_not_truncated_before_comparison():
-    # Documented difference: MXNet truncates 1e-3 to 0 first and answers 0 (its issue #16964); mixnet compares
-    # with the real scalar and keeps the result dtype.
+def test_int_scalar_is_truncated_to_the_array_dtype_first():
+    # MXNet casts the Python scalar to an integer array's dtype before the op (toward zero), then keeps the dtype.
     a = nd.array([0], dtype="int32")
-    assert (a < 1e-3).asnumpy().tolist() == [1]
+    assert (a < 1e-3).asnumpy().tolist() == [0]
     assert (a < 1e-3).dtype is np.int32
+    b = nd.array([7, -7], dtype="int32")
+    assert (b * 2.5).asnumpy().tolist() == [14, -14]
+    assert (2.5 * b).asnumpy().tolist() == [14, -14]
+    assert (b - 0.5).asnumpy().tolist() == [7, -7]
+    assert (b % 2.5).asnumpy().tolist() == [1, 1]
+    assert (b ** 0.5).asnumpy().tolist() == [1, 1]
+    assert (10 / nd.array([7], dtype="int64")).asnumpy().tolist() == [1]
+    # float arrays use the scalar as given
+    assert (nd.array([7]) * 2.5).asnumpy().tolist() == [17.5]
 
 
 def test_comparisons_return_input_dtype():

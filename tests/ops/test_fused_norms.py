@@ -56,7 +56,7 @@ def _kernel(name, *arrays, out=None, **attrs):
     op = registry.get(name)
     extra = {"out": out} if out is not None else {}
     res = op.kernel(np, *arrays, **op.parse(attrs), **extra)
-    return res if isinstance(res, tuple) else (res,)
+    return tuple(res) if isinstance(res, (tuple, list)) else (res,)
 
 
 shapes_axes = st.lists(st.integers(1, 7), min_size=1, max_size=4).flatmap(

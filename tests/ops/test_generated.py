@@ -29,7 +29,7 @@ def run_op(op, arrays, attrs):
     with mx.autograd.train_mode():
         out = mx.nd.ndarray._op_call(op.name, inputs, attrs) if op.variadic else \
             getattr(mx.nd, op.name)(*inputs, **attrs)
-    return out if isinstance(out, tuple) else (out,)
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
 def _as_tuple(x):
@@ -68,7 +68,7 @@ def analytic_grads(op, arrays, attrs, weights, create_graph=False):
         inputs[i].attach_grad()
     with mx.autograd.record():
         out = mx.nd.ndarray._op_call(op.name, tuple(inputs), op.parse(attrs))
-        outs = out if isinstance(out, tuple) else (out,)
+        outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
         loss = None
         for o, w in zip(outs, weights):
             # each output's term in float64, so outputs of different dtypes (topk 'both') can be summed

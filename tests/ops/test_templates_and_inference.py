@@ -77,7 +77,7 @@ def _kernel_outputs(op, arrays, attrs):
     if op.creates and "ctx" in op.attrs:
         attrs = dict(attrs, ctx=ctx)
     out = dispatch.run_kernel(op, np, arrays, attrs, Mode(training=True), ctx)
-    return out if isinstance(out, tuple) else (out,)
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 
 def check_inference(op, shapes, attrs, seed):

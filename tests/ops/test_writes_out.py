@@ -41,13 +41,13 @@ def check_out(op, shapes, attrs, seed):
     arrays = make_inputs(op.test, shapes, seed)
     parsed = op.parse(attrs)
     fresh = op.kernel(np, *[a.copy() for a in arrays], **parsed)
-    fresh = fresh if isinstance(fresh, tuple) else (fresh,)
+    fresh = tuple(fresh) if isinstance(fresh, (tuple, list)) else (fresh,)
     for r in fresh:
         assert not any(np.shares_memory(r, a) for a in arrays), f"{op.name} {attrs}: eager result is a view"
     for fill in (np.zeros, _garbage):
         bufs = tuple(fill(r.shape, r.dtype) for r in fresh)
         got = op.kernel(np, *arrays, out=bufs if len(bufs) > 1 else bufs[0], **parsed)
-        got = got if isinstance(got, tuple) else (got,)
+        got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
         for g, b, want in zip(got, bufs, fresh):
             assert g is b, f"{op.name} {attrs}: the result is not the given buffer"
             np.testing.assert_array_equal(g, want, err_msg=f"{op.name} {attrs} (buffer {fill.__name__})")
