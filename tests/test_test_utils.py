@@ -13,6 +13,10 @@ def test_assert_almost_equal_passes_within_default_tolerance():
     tu.assert_almost_equal(mx.nd.ones((2, 2)), np.ones((2, 2), np.float32))
     tu.assert_almost_equal(np.array([1.0, np.nan]), np.array([1.0, np.nan]), equal_nan=True)
     tu.assert_almost_equal(np.ones((2, 3)), np.ones(3))                               # broadcasting
+    # infinities and float16 values whose difference overflows compare equal as numpy.isclose says
+    tu.assert_almost_equal(np.array([np.inf, -np.inf, 1.0], np.float32), np.array([np.inf, -np.inf, 1.0]))
+    tu.assert_almost_equal(np.array([6e4, -6e4], np.float16), np.array([6e4, -6e4], np.float16))
+    assert not tu.almost_equal(np.array([6e4], np.float16), np.array([-6e4], np.float16))
 
 
 def test_assert_almost_equal_fails_with_location_in_message():
