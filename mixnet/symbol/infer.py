@@ -227,6 +227,12 @@ _PARTIAL_RULES = frozenset(("FullyConnected", "Convolution", "Deconvolution", "B
 # fill an unknown computed input (a weight passed through `cast`), which then flows back to its producer.
 _VARIABLE_ONLY_RULES = frozenset(("SoftmaxOutput", "RNN", "_foreach", "_while_loop", "_cond"))
 
+# Output shapes from a partial data shape, for ops whose output dims each come from one known place (MXNet's
+# FullyConnected gives (batch, num_hidden) with the batch still unknown, so a recurrent cell's h2h has a shape).
+_PARTIAL_FORWARD = {
+    "FullyConnected": lambda a, s: ((s[0],) if a["flatten"] else tuple(s[:-1])) + (a["num_hidden"],),
+}
+
 _MAX_SWEEPS = 12
 
 
@@ -372,4 +378,29 @@ def _infer_node(node, state):
             changed = True
     if _same_shape(node):
         changed = _unify(node, keys, state) or changed
+    elif node.op.name in _PARTIAL_FORWARD and ins and ins[0] is not None and (id(node), 0) not in eshape:
+        eshape[(id(node), 0)] = _PARTIAL_FORWARD[node.op.name](node.attrs, ins[0])
+        changed = True
+    elif node.op.kind == "broadcast" and len(ins) == 2 and ins[0] is not None and ins[1] is not None \
+            and len(ins[0]) == len(ins[1]):
+        changed = _broadcast_partial(node, ins, state) or changed
     return changed
+
+
+def _broadcast_partial(node, ins, state):
+    """The output dims of a broadcasting binary op that its partial inputs decide: a dim known (> 1) on one side
+    is the output's whatever the other side is. (Symbol `+` broadcasts in mixnet where MXNet's is elementwise, so
+    `i2h + h2h` must still give its shape when h2h's batch size is unknown.)"""
+    eshape = state[0]
+    dims = []
+    for a, b in zip(*ins):
+        if a and b:
+            dims.append(max(a, b) if min(a, b) == 1 else a)   # unequal non-1 dims: the op's infer says so later
+        else:
+            dims.append(a if a > 1 else b if b > 1 else 0)
+    old = eshape.get((id(node), 0))
+    new = tuple(dims) if old is None else _merge(old, dims)
+    if new is None or new == old:
+        return False
+    eshape[(id(node), 0)] = new
+    return True

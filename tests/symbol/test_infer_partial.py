@@ -79,3 +79,14 @@ def test_index_inputs_keep_their_own_dtype():
     assert args == [np.float64, None] and outs == [np.float64]
     # shape inference alone stands an integer dtype in for the indices
     assert taken.infer_shape(x=(4, 3), idx=(4,))[1] == [(4,)]
+
+
+def test_recurrent_step_with_unknown_batch_state_still_has_an_output_shape():
+    # Symbol `+` broadcasts in mixnet; a dim known on one side (> 1) still decides the output's
+    data, h0 = mx.sym.var("data"), mx.sym.var("h0", shape=(0, 16))
+    step = mx.sym.tanh(mx.sym.FullyConnected(data, num_hidden=16, name="i2h")
+                       + mx.sym.FullyConnected(h0, num_hidden=16, name="h2h"))
+    args, outs, _ = step.infer_shape_partial(data=(4, 3))
+    assert outs == [(4, 16)]
+    assert dict(zip(step.list_arguments(), args))["h2h_weight"] == (16, 16)
+    assert (mx.sym.var("a") + mx.sym.var("b", shape=(0, 1))).infer_shape_partial(a=(3, 4))[1] == [(3, 4)]
