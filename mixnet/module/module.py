@@ -264,7 +264,7 @@ class Module(BaseModule):
                 raise MXNetError(f"Module.bind: parameters {missing} are not in the shared module (a bucketing "
                                  "module's default bucket must hold every parameter)")
         shared_args = {n: a for n, a in shared.arg_dict.items() if n in params} if shared else {}
-        shared_grads = {n: a for n, a in shared.grad_dict.items() if n in params} if shared else {}
+        shared_grads = {n: a for n, a in shared.grad_dict.items() if n in params and a is not None} if shared else {}
         args = {n: array(n, s, t, shared_args) for n, s, t in zip(arg_names, arg_shapes, arg_types)}
         aux = {n: array(n, s, t, shared.aux_dict if shared else {}) for n, s, t in zip(aux_names, aux_shapes,
                                                                                        aux_types)}
@@ -448,7 +448,8 @@ class Module(BaseModule):
         self._require(optimizer=True, what="update")
         self._params_dirty = True
         grads = self._exec.grad_dict
-        pending = [(i, n) for i, n in enumerate(self._param_names) if n in grads]
+        # grad_dict lists every argument, with None where grad_req is 'null' (fixed parameters), as MXNet's does
+        pending = [(i, n) for i, n in enumerate(self._param_names) if grads.get(n) is not None]
         if self._update_on_kvstore:
             for i, name in pending:
                 self._kvstore.push(name, grads[name], priority=-i)
