@@ -1,6 +1,7 @@
 """Devices. `mx.cpu()` computes with numpy, `mx.gpu(i)` with cupy; this module is the only place that knows."""
 import contextvars
 import functools
+import warnings
 
 import numpy as np
 
@@ -9,7 +10,26 @@ from .base import MXNetError
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "array_module"]
 
 
-class Context:
+class _ContextMeta(type):
+    """Gives the class MXNet 1.x's deprecated `Context.default_ctx` property (get and set): the current default
+    device of this thread (a context variable, like `with ctx:`)."""
+
+    @property
+    def default_ctx(cls):
+        warnings.warn("Context.default_ctx is deprecated (as in MXNet); use mx.current_context()",
+                      DeprecationWarning, stacklevel=2)
+        return _CURRENT.get()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx):
+        warnings.warn("Context.default_ctx is deprecated (as in MXNet); use `with ctx:`",
+                      DeprecationWarning, stacklevel=2)
+        if not isinstance(ctx, Context):
+            raise MXNetError(f"Context.default_ctx must be a Context, got {type(ctx).__name__}")
+        _CURRENT.set(ctx)
+
+
+class Context(metaclass=_ContextMeta):
     """A device: type ('cpu' or 'gpu') and id. `with mx.cpu(1):` makes it the default for new arrays."""
     __slots__ = ("device_type", "device_id", "_token", "_xp")
     devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}

@@ -119,3 +119,28 @@ def test_top_level_np_switches_as_mxnet_exports_them():
     for name in ("is_np_shape", "set_np_shape", "np_shape", "use_np_shape", "is_np_array", "np_array",
                  "use_np_array", "use_np"):
         assert getattr(mx, name) is getattr(mx.util, name)
+
+
+def test_context_default_ctx_follows_the_current_context_per_thread():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert mx.Context.default_ctx == mx.cpu()
+        with mx.cpu(3):
+            assert mx.Context.default_ctx == mx.cpu(3)
+        seen = []
+
+        def other_thread():
+            mx.Context.default_ctx = mx.cpu(5)       # MXNet's setter: this thread's default only
+            seen.append((mx.Context.default_ctx, mx.nd.zeros((1,)).context))
+
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join()
+        assert seen == [(mx.cpu(5), mx.cpu(5))]
+        assert mx.Context.default_ctx == mx.cpu() == mx.current_context()
+        with pytest.raises(mx.MXNetError, match="must be a Context"):
+            mx.Context.default_ctx = "cpu"
+    with pytest.warns(DeprecationWarning, match="default_ctx is deprecated"):
+        mx.Context.default_ctx
