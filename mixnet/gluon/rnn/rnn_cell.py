@@ -261,6 +261,22 @@ class _RecurrentGatedCell(_GatedCell):
                           i2h_bias_initializer, h2h_bias_initializer)
 
 
+def _lstm_gates(F, i2h, h2h, prev_c, act, rec, prefix, h_name):
+    """The gate math from the i2h/h2h projections and the previous cell state: (h', c').
+    Shared with contrib.rnn.LSTMPCell, which names h' `h_name` and projects it."""
+    gates = F.elemwise_add(i2h, h2h, name=prefix + "plus0")
+    sliced = F.SliceChannel(gates, num_outputs=4, name=prefix + "slice")
+    in_gate = _get_activation(F, sliced[0], rec, name=prefix + "i")
+    forget_gate = _get_activation(F, sliced[1], rec, name=prefix + "f")
+    in_transform = _get_activation(F, sliced[2], act, name=prefix + "c")
+    out_gate = _get_activation(F, sliced[3], rec, name=prefix + "o")
+    next_c = F.elemwise_add(F.elemwise_mul(forget_gate, prev_c, name=prefix + "mul0"),
+                            F.elemwise_mul(in_gate, in_transform, name=prefix + "mul1"), name=prefix + "state")
+    next_h = F.elemwise_mul(out_gate, _get_activation(F, next_c, act, name=prefix + "activation0"),
+                            name=prefix + h_name)
+    return next_h, next_c
+
+
 class LSTMCell(_RecurrentGatedCell):
     """LSTM cell, gates [i, f, g, o]: c' = f*c + i*g, h' = o*activation(c'); states [h, c]."""
     _gates = 4
@@ -275,17 +291,8 @@ class LSTMCell(_RecurrentGatedCell):
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         prefix = f"t{self._counter}_"
         i2h, h2h = self._projections(F, inputs, states[0], i2h_weight, h2h_weight, i2h_bias, h2h_bias, prefix)
-        gates = F.elemwise_add(i2h, h2h, name=prefix + "plus0")
-        sliced = F.SliceChannel(gates, num_outputs=4, name=prefix + "slice")
-        act, rec = self._activation, self._recurrent_activation
-        in_gate = _get_activation(F, sliced[0], rec, name=prefix + "i")
-        forget_gate = _get_activation(F, sliced[1], rec, name=prefix + "f")
-        in_transform = _get_activation(F, sliced[2], act, name=prefix + "c")
-        out_gate = _get_activation(F, sliced[3], rec, name=prefix + "o")
-        next_c = F.elemwise_add(F.elemwise_mul(forget_gate, states[1], name=prefix + "mul0"),
-                                F.elemwise_mul(in_gate, in_transform, name=prefix + "mul1"), name=prefix + "state")
-        next_h = F.elemwise_mul(out_gate, _get_activation(F, next_c, act, name=prefix + "activation0"),
-                                name=prefix + "out")
+        next_h, next_c = _lstm_gates(F, i2h, h2h, states[1], self._activation, self._recurrent_activation, prefix,
+                                     "out")
         return next_h, [next_h, next_c]
 
 
