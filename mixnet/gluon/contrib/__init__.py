@@ -1,2 +1,3 @@
-"""gluon.contrib: contributed layers (MXNet 1.x `mx.gluon.contrib`)."""
+"""gluon.contrib: contributed layers and recurrent cells (MXNet 1.x `mx.gluon.contrib`)."""
 from . import nn  # noqa: F401
+from . import rnn  # noqa: F401
