@@ -8,6 +8,7 @@ _fc_data_grad / _fc_weight_grad. Pooling's backward passes are hidden primitives
 Layouts: channel-first only (NCW / NCHW / NCDHW), as MXNet's CPU kernels.
 """
 import itertools
+import types
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from . import _fastpath
 from ._conv_fast import conv_data_grad_fast, conv_forward_fast, conv_weight_grad_fast, max_pool_backward_fast
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_int, parse_shape
 from .common import call, check_shape, conv_out_size, into, pool_out_size
+from . import registry
 from .registry import OpDef, OpTest, register
 
 
@@ -1182,7 +1184,7 @@ register(OpDef(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# UpSampling (nearest only)
+# UpSampling: nearest (1..N inputs) or bilinear (data and weight: a depthwise Deconvolution, as MXNet does it)
 def _up_scales(shapes, scale):
     for s in shapes:
         if len(s) != 4 or not s[2] or not s[3]:
@@ -1196,11 +1198,31 @@ def _up_scales(shapes, scale):
     return scales
 
 
+def _bilinear_deconv_attrs(scale, channels):
+    """The Deconvolution MXNet runs for bilinear UpSampling: one filter per channel (num_group = channels), kernel
+    2 * scale - scale % 2, stride scale, pad ceil((scale - 1) / 2), so the output is exactly scale times larger."""
+    k, p = 2 * scale - scale % 2, -(-(scale - 1) // 2)
+    return registry.get("Deconvolution").parse({"kernel": (k, k), "stride": (scale, scale), "pad": (p, p),
+                                                "num_filter": channels, "num_group": channels, "no_bias": True})
+
+
+def _bilinear_upsampling_shape(shapes, scale, num_filter):
+    if len(shapes) != 2:
+        raise ValueError(f"sample_type='bilinear' takes two inputs (data, weight), got {len(shapes)}")
+    data, weight = (tuple(s) for s in shapes)
+    if len(data) != 4:
+        raise ValueError(f"data must be 4-D (N, C, H, W), got {data}")
+    k = 2 * scale - scale % 2
+    if weight != (data[1], 1, k, k):
+        raise ValueError(f"weight must have shape (channels, 1, kernel, kernel) = {(data[1], 1, k, k)}, got {weight}")
+    if num_filter != data[1]:
+        raise ValueError(f"num_filter ({num_filter}) must equal the number of channels ({data[1]}) for bilinear "
+                         "upsampling")
+    return check_shape(data[:2] + (data[2] * scale, data[3] * scale))
+
+
 def _upsampling_shape(shapes, scale, sample_type, multi_input_mode, num_args):
-    """(each input's scale, the output shape)."""
-    if sample_type != "nearest":
-        raise ValueError("only sample_type='nearest' is implemented (bilinear UpSampling is a Deconvolution; "
-                         "use Deconvolution or contrib.BilinearResize2D)")
+    """(each input's scale, the output shape) of nearest upsampling."""
     if len(shapes) != num_args:
         raise ValueError(f"num_args={num_args} but {len(shapes)} inputs were given")
     if scale < 1:
@@ -1215,6 +1237,9 @@ def _upsampling_shape(shapes, scale, sample_type, multi_input_mode, num_args):
 
 
 def _k_upsampling(xp, *data, scale, num_filter, sample_type, multi_input_mode, num_args, workspace):
+    if sample_type == "bilinear":
+        _bilinear_upsampling_shape([d.shape for d in data], scale, num_filter)
+        return _k_deconvolution(xp, *data, **_bilinear_deconv_attrs(scale, num_filter))
     scales, _ = _upsampling_shape([d.shape for d in data], scale, sample_type, multi_input_mode, num_args)
     ups = [d.repeat(s, axis=2).repeat(s, axis=3) for d, s in zip(data, scales)]
     if len(ups) == 1:
@@ -1228,6 +1253,10 @@ def _k_upsampling(xp, *data, scale, num_filter, sample_type, multi_input_mode, n
 
 
 def _g_upsampling(c, g):
+    if c.attrs["sample_type"] == "bilinear":
+        deconv = types.SimpleNamespace(inputs=c.inputs, attrs=_bilinear_deconv_attrs(c.attrs["scale"],
+                                                                                      c.attrs["num_filter"]))
+        return _g_deconvolution(deconv, g)
     scales = _up_scales([x.shape for x in c.inputs], c.attrs["scale"])
     grads, start = [], 0
     for x, s in zip(c.inputs, scales):
@@ -1240,7 +1269,15 @@ def _g_upsampling(c, g):
     return tuple(grads)
 
 
+def _upsampling_infer(shapes, dtypes, scale, num_filter, sample_type, multi_input_mode, num_args, workspace):
+    if sample_type == "bilinear":
+        return [_bilinear_upsampling_shape(shapes, scale, num_filter)], [dtypes[0]]
+    return [_upsampling_shape(shapes, scale, sample_type, multi_input_mode, num_args)[1]], [dtypes[0]]
+
+
 def _ref_upsampling(*data, scale, sample_type, num_args=1, multi_input_mode="concat", **_):
+    if sample_type == "bilinear":
+        return _ref_deconvolution(*data, **_bilinear_deconv_attrs(scale, data[0].shape[1]))
     H = data[0].shape[2] * scale
     ups = [np.kron(d, np.ones((H // d.shape[2], H // d.shape[2]))) for d in data]
     return sum(ups) if multi_input_mode == "sum" else np.concatenate(ups, axis=1)
@@ -1248,8 +1285,7 @@ def _ref_upsampling(*data, scale, sample_type, num_args=1, multi_input_mode="con
 
 register(OpDef(
     name="UpSampling", kernel=_k_upsampling, inputs=("data",), variadic=True, grad=_g_upsampling,
-    infer=lambda shapes, dtypes, scale, num_filter, sample_type, multi_input_mode, num_args, workspace: (
-        [_upsampling_shape(shapes, scale, sample_type, multi_input_mode, num_args)[1]], [dtypes[0]]),
+    infer=_upsampling_infer,
     attrs={"scale": Attr(parse_int, REQUIRED), "num_filter": Attr(parse_int, 0),
            "sample_type": Attr(choice("nearest", "bilinear"), REQUIRED),
            "multi_input_mode": Attr(choice("concat", "sum"), "concat"), "num_args": Attr(parse_int, 1),
@@ -1259,6 +1295,9 @@ register(OpDef(
         (((1, 1, 2, 2), (1, 2, 4, 4)), {"scale": 2, "sample_type": "nearest", "num_args": 2}),
         (((1, 2, 2, 2), (1, 2, 1, 1)), {"scale": 2, "sample_type": "nearest", "num_args": 2,
                                         "multi_input_mode": "sum"}),
+        (((1, 2, 2, 3), (2, 1, 4, 4)), {"scale": 2, "sample_type": "bilinear", "num_filter": 2, "num_args": 2}),
+        (((1, 1, 2, 2), (1, 1, 5, 5)), {"scale": 3, "sample_type": "bilinear", "num_filter": 1, "num_args": 2}),
     )),
-    doc="Nearest-neighbour upsampling; several inputs are each scaled to the first input's size * scale and "
-        "concatenated (or summed). Bilinear mode is not implemented."))
+    doc="Nearest-neighbour upsampling: several inputs are each scaled to the first input's size * scale and "
+        "concatenated (or summed). Bilinear: data and a weight (channels, 1, k, k), k = 2 * scale - scale % 2, "
+        "applied as a per-channel Deconvolution with stride scale (MXNet's definition; the weight is learnable)."))

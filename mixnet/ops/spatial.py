@@ -224,9 +224,29 @@ register(OpDef(
     doc="Samples data (N, C, H, W) at the normalized source coordinates of grid (N, 2, Ho, Wo) (x in channel 0, "
         "y in channel 1, -1..1 spanning the image) by bilinear interpolation; points outside read zeros. "
         "cudnn_off is accepted and ignored."))
+def _ref_bilinear_sampler_backward(grad, data, grid):
+    """Point by point: each neighbour's weight times the output gradient goes to the neighbour; the grid gets the
+    derivative of the interpolated value along x and y (scaled from pixels to normalized units)."""
+    n, c, h, w = data.shape
+    gdata, ggrid = np.zeros(data.shape), np.zeros(grid.shape)
+    for b, i, j in itertools.product(range(n), range(grid.shape[2]), range(grid.shape[3])):
+        x = (grid[b, 0, i, j] + 1) * (w - 1) / 2
+        y = (grid[b, 1, i, j] + 1) * (h - 1) / 2
+        for py, px in itertools.product((math.floor(y), math.floor(y) + 1), (math.floor(x), math.floor(x) + 1)):
+            if 0 <= py < h and 0 <= px < w:
+                wy, wx = 1 - abs(y - py), 1 - abs(x - px)
+                gdata[b, :, py, px] += grad[b, :, i, j] * wy * wx
+                g_v = float((grad[b, :, i, j] * data[b, :, py, px]).sum())
+                ggrid[b, 0, i, j] += g_v * wy * np.sign(px - x) * (w - 1) / 2
+                ggrid[b, 1, i, j] += g_v * wx * np.sign(py - y) * (h - 1) / 2
+    return gdata, ggrid
+
+
 register(OpDef(
     name="_backward_BilinearSampler", kernel=_k_bilinear_sampler_backward, inputs=("grad", "data", "grid"),
     num_outputs=2, hidden=True,
+    test=OpTest(ref=_ref_bilinear_sampler_backward, grad=False, grad2=False, domain=(-1.3, 1.3), rtol=1e-3,
+                atol=1e-4, cases=((((1, 2, 2, 3), (1, 2, 3, 4), (1, 2, 2, 3)), {}),)),
     infer=lambda shapes, dtypes: ([tuple(shapes[1]), tuple(shapes[2])], [dtypes[1], dtypes[2]]),
     doc="The gradients of BilinearSampler's data and grid (no gradient of its own)."))
 

@@ -141,6 +141,9 @@ PARAM_RULES = {
     "SoftmaxOutput": lambda a, s: {1: tuple(s[0][:-1]) if a.get("multi_output") or a.get("preserve_shape")
                                    else (s[0][0],)} if s[0] is not None else {},
     "RNN": _rnn,
+    "UpSampling": lambda a, s: {1: (s[0][1], 1) + (2 * a["scale"] - a["scale"] % 2,) * 2}
+    if a["sample_type"] == "bilinear" and s[0] is not None else {},
+    "SVMOutput": lambda a, s: {1: tuple(s[0][:-1])} if s[0] is not None and len(s[0]) > 1 else {},
     "_foreach": _control_flow("_foreach"),
     "_while_loop": _control_flow("_while_loop"),
     "_cond": _control_flow("_cond"),
