@@ -482,9 +482,13 @@ def _ref_adaptive(x, output_size):
     return out
 
 
+def _k_adaptive(xp, data, output_size):
+    _adaptive_infer([data.shape], [data.dtype], output_size)
+    return _k_resample(xp, data, "area", data.shape[2:], _pool_size(output_size), True, False)
+
+
 register(OpDef(
-    name="_contrib_AdaptiveAvgPooling2D", kernel=lambda xp, data, output_size: _k_resample(
-        xp, data, "area", data.shape[2:], _adaptive_infer([data.shape], [data.dtype], output_size)[0][0][2:], True, False),
+    name="_contrib_AdaptiveAvgPooling2D", kernel=_k_adaptive,
     grad=lambda c, g: (call("_resample2d", g, method="area", in_size=tuple(c.inputs[0].shape[2:]),
                             out_size=tuple(g.shape[2:]), adjoint=True),),
     attrs={"output_size": Attr(parse_shape, ())}, infer=_adaptive_infer,
