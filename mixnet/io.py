@@ -124,8 +124,9 @@ def _init_data(data, allow_empty, default_name):
                         f"them as values; got {type(data).__name__}")
     out = []
     for name, value in sorted(data.items()):
+        value = _from_scipy(value)
         if isinstance(value, NDArray):
-            out.append((name, value.asnumpy(), value.dtype, value.context))
+            out.append((name, value.asnumpy(), value.dtype, value.context, value.stype))
         else:
             try:
                 arr = np.asarray(value, dtype=np.float32)  # mx.nd.array(numpy) is float32 in MXNet 1.x
@@ -133,8 +134,16 @@ def _init_data(data, allow_empty, default_name):
                 raise TypeError(f"NDArrayIter: {name} cannot be converted to an array: {err}") from None
             if arr.ndim == 0:
                 raise MXNetError(f"NDArrayIter: {name} must have a batch axis, got a scalar")
-            out.append((name, arr, np.float32, cpu()))
+            out.append((name, arr, np.float32, cpu(), "default"))
     return out
+
+
+def _from_scipy(value):
+    """A scipy sparse matrix becomes a CSRNDArray (as MXNet's NDArrayIter converts it)."""
+    if type(value).__module__.startswith("scipy.sparse"):
+        from .ndarray import sparse
+        return sparse.csr_matrix(value)
+    return value
 
 
 class NDArrayIter(DataIter):
@@ -158,8 +167,11 @@ class NDArrayIter(DataIter):
         self.data = _init_data(data, allow_empty=False, default_name=data_name)
         self.label = _init_data(label, allow_empty=True, default_name=label_name)
         sources = self.data + self.label
+        if last_batch_handle != "discard" and any(src[4] == "csr" for src in sources):
+            raise NotImplementedError("`NDArrayIter` only supports ``CSRNDArray`` with `last_batch_handle` set to "
+                                      "`discard`.")
         n = sources[0][1].shape[0]
-        for name, arr, _, _ in sources:
+        for name, arr, _, _, _ in sources:
             if arr.shape[0] != n:
                 raise MXNetError(f"NDArrayIter: all arrays must have the same length along axis 0: "
                                  f"{sources[0][0]} has {n}, {name} has {arr.shape[0]}")
@@ -177,7 +189,7 @@ class NDArrayIter(DataIter):
 
     def _descs(self, sources):
         return [DataDesc(name, (self.batch_size,) + arr.shape[1:], dtype, layout=self.layout)
-                for name, arr, dtype, _ in sources]
+                for name, arr, dtype, _, _ in sources]
 
     @property
     def provide_data(self):
@@ -236,7 +248,7 @@ class NDArrayIter(DataIter):
     @staticmethod
     def _take(sources, rows):
         from .ndarray import array
-        return [array(arr[rows], ctx=ctx, dtype=dtype) for _, arr, dtype, ctx in sources]
+        return [array(arr[rows], ctx=ctx, dtype=dtype).tostype(stype) for _, arr, dtype, ctx, stype in sources]
 
     def getdata(self):
         return self._take(self.data, self._peek_rows())

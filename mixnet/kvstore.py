@@ -6,10 +6,11 @@
     out = mx.nd.zeros((2, 3)); kv.pull(3, out=out)          # out == 2
 
 With `set_optimizer(opt)` (or `_set_updater(fn)`), a push runs `updater(key, merged_value, stored)` instead of
-storing the value. Distributed types ('dist_*', 'horovod', 'byteps', 'nccl') are not available.
+storing the value. row_sparse values: `row_sparse_pull` copies the requested rows. Distributed types ('dist_*', 'horovod', 'byteps', 'nccl') are not available.
 """
 from .base import MXNetError
 from .ndarray.ndarray import NDArray
+from .ndarray.sparse import retain
 from . import optimizer as opt
 
 __all__ = ["KVStore", "create"]
@@ -84,6 +85,7 @@ class KVStore:
                 merged = values[0].copyto(stored.context)
                 for v in values[1:]:
                     merged._data += v._converted_for(merged)
+                merged._bump_version()      # a sparse sum stores the rows that are nonzero in it
             if self._updater is not None:
                 self._updater(k, merged, stored)
             else:
@@ -91,10 +93,14 @@ class KVStore:
                 stored._bump_version()
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Copies the stored value into out; a sparse (row_sparse) value is skipped when ignore_sparse, as in
+        MXNet (its rows are pulled with row_sparse_pull)."""
         if out is None:
             raise MXNetError("KVStore.pull: `out` is required")
         for k, outs in _key_value_pairs(key, out):
             stored = self._stored(k)
+            if ignore_sparse and stored.stype != "default":
+                continue
             for o in outs:
                 o._data[...] = stored._converted_for(o)
                 o._bump_version()
@@ -110,8 +116,26 @@ class KVStore:
         self.pull(key, out, priority)
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
-        """mixnet has dense storage only: pulls the whole value."""
-        self.pull(key, out, priority)
+        """Copies the rows row_ids of a row_sparse value into out (one row_ids for all outs, or one per out);
+        out keeps only those rows."""
+        if out is None or row_ids is None:
+            raise MXNetError("KVStore.row_sparse_pull: `out` and `row_ids` are required")
+        for k, outs in _key_value_pairs(key, out):
+            stored = self._stored(k)
+            ids = _as_list(row_ids)
+            if len(ids) == 1:
+                ids = ids * len(outs)
+            if len(ids) != len(outs):
+                raise MXNetError(f"KVStore.row_sparse_pull: {len(ids)} row_ids for {len(outs)} outputs")
+            for o, rid in zip(outs, ids):
+                if stored.stype != "row_sparse":
+                    raise MXNetError(f"KVStore.row_sparse_pull: the value of key {k!r} is not row_sparse")
+                # written like pull: outside autograd (a parameter's array may be pulled inside record())
+                rows = retain(stored, rid)
+                o._data[...] = rows._converted_for(o)
+                o._bump_version()
+                if o.stype == "row_sparse":
+                    o._set_rows(rows._rows())
 
     def set_optimizer(self, optimizer):
         self._optimizer = optimizer

@@ -10,8 +10,9 @@ Differences from MXNet, on purpose:
   (MXNet subtracts the float64 initial values, so a float32 buffer's rounding counts against the check).
 * `check_consistency` refuses a ctx_list entry whose context is not available here (a GPU on a machine without
   one) with an MXNetError naming the entry; MXNet fails inside simple_bind.
-* Only dense arrays: `rand_ndarray` with a sparse stype, `rand_sparse_ndarray`, `create_sparse_array` and
-  sparse `w_stype`/`g_stype`/`grad_stypes` raise MXNetError (mixnet has no sparse storage).
+* Sparse generators (`rand_ndarray`/`rand_sparse_ndarray` with 'row_sparse'/'csr') draw csr positions with
+  numpy (MXNet calls scipy.sparse.rand: same distribution, other numbers); only the 'uniform' distribution.
+  Sparse `grad_stypes` in the Symbol checks still raise MXNetError.
 * `effective_dtype` is the array's dtype: mixnet never computes float32 in reduced precision (no TF32).
 * `np.bool_` is used where MXNet's file says `np.bool` (gone in NumPy >= 1.24).
 """
@@ -23,6 +24,7 @@ import os
 import sys
 
 import numpy as np
+import numpy.random as rnd  # noqa: F401  (MXNet's test_utils exports `rnd`; its tests use it after `import *`)
 
 import mixnet as mx  # (mixnet is partly initialised here; its attributes are only read later, inside functions)
 
@@ -283,38 +285,104 @@ def random_sample(population, k):
 
 
 def _no_sparse(function, stype):
-    return MXNetError(f"{function}: stype={stype!r} needs sparse storage, which mixnet does not have (every "
-                      "array is dense); use stype='default'")
+    return MXNetError(f"{function}: stype={stype!r} is not supported here (only 'default' arrays)")
 
 
-def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
-                 shuffle_csr_indices=False, distribution=None, ctx=None):
-    """A random dense NDArray of standard-normal values (float32 unless dtype says otherwise). The sparse
-    arguments (density, modifier_func, shuffle_csr_indices, distribution) only matter for the sparse stypes,
-    which mixnet does not have: any stype but 'default' raises MXNetError."""
-    from .ndarray.ndarray import array
-    if stype != "default":
-        raise _no_sparse("rand_ndarray", stype)
-    data = np.random.randn(*shape) if len(shape) else np.array(np.random.randn())
-    return array(data, ctx=ctx or default_context(), dtype=dtype or np.float32)
+def assign_each(the_input, function):
+    """`function` applied to every element of a numpy array (a float64 copy; a copy as is without function)."""
+    if function is None:
+        return np.array(the_input)
+    return np.vectorize(function, otypes=[np.float64])(the_input)
+
+
+def _uniform_csr_arrays(num_rows, num_cols, density, dtype):
+    """(data, indices, indptr) of a random csr matrix: round(density*rows*cols) distinct positions chosen
+    uniformly (as scipy.sparse.rand does, which MXNet's generator calls), values uniform in [0, 1)."""
+    if not 0 <= density <= 1:
+        raise MXNetError(f"rand_sparse_ndarray: density must lie in [0, 1], got {density}")
+    nnz = int(round(density * num_rows * num_cols))
+    flat = np.sort(np.random.choice(num_rows * num_cols, size=nnz, replace=False))
+    rows, cols = np.divmod(flat, num_cols) if num_cols else (flat, flat)
+    indptr = np.zeros(num_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=num_rows), out=indptr[1:])
+    return rnd.rand(nnz).astype(dtype), cols.astype(np.int64), indptr
 
 
 def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None, data_init=None,
                         rsp_indices=None, modifier_func=None, shuffle_csr_indices=False, ctx=None):
-    """MXNet's sparse generator: mixnet has no sparse storage, so this always raises MXNetError."""
-    raise _no_sparse("rand_sparse_ndarray", stype)
+    """A random sparse array and its parts, as MXNet's generator: row_sparse -> (arr, (values, row indices)),
+    each row stored with probability `density` (random when None), values uniform in [0, 1); csr ->
+    (arr, (indptr, indices, data)) with round(density*size) stored elements. Only the uniform distribution."""
+    ctx = ctx or default_context()
+    density = rnd.rand() if density is None else density
+    dtype = default_dtype() if dtype is None else dtype
+    if distribution not in (None, "uniform"):
+        raise MXNetError(f"rand_sparse_ndarray: distribution {distribution!r} is not supported (only 'uniform')")
+    if stype == "row_sparse":
+        if rsp_indices is not None:
+            indices = np.asarray(rsp_indices)
+            if len(indices) > shape[0]:
+                raise MXNetError(f"rand_sparse_ndarray: {len(indices)} row indices for {shape[0]} rows")
+        else:
+            indices = np.argwhere(rnd.rand(shape[0]) < density).flatten()
+        if indices.shape[0] == 0:
+            return mx.nd.zeros(shape, stype="row_sparse", dtype=dtype, ctx=ctx), \
+                (np.array([], dtype=dtype), np.array([]))
+        val = rnd.rand(indices.shape[0], *shape[1:]).astype(dtype)
+        if data_init is not None:
+            val.fill(data_init)
+        if modifier_func is not None:
+            val = assign_each(val, modifier_func)
+        arr = mx.nd.sparse.row_sparse_array((val, indices), shape=shape, dtype=dtype, ctx=ctx)
+        return arr, (val, indices)
+    if stype == "csr":
+        if len(shape) != 2:
+            raise MXNetError(f"rand_sparse_ndarray: a csr array is 2-D, got shape {shape}")
+        data, indices, indptr = _uniform_csr_arrays(shape[0], shape[1], density, dtype)
+        if data_init is not None:
+            data.fill(data_init)
+        if modifier_func is not None:
+            data = assign_each(data, modifier_func).astype(dtype)
+        if shuffle_csr_indices:
+            for r in range(shape[0]):
+                np.random.shuffle(indices[indptr[r]:indptr[r + 1]])
+        arr = mx.nd.sparse.csr_matrix((data, indices, indptr), shape=shape, dtype=dtype, ctx=ctx)
+        return arr, (arr.indptr, arr.indices, arr.data)
+    raise MXNetError(f"rand_sparse_ndarray: unknown storage type {stype!r}")
+
+
+def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
+                 shuffle_csr_indices=False, distribution=None, ctx=None):
+    """A random NDArray: dense standard-normal values (float32 unless dtype says otherwise), or for
+    stype 'row_sparse' / 'csr' rand_sparse_ndarray's array."""
+    from .ndarray.ndarray import array
+    if stype != "default":
+        return rand_sparse_ndarray(shape, stype, density=density, modifier_func=modifier_func, dtype=dtype,
+                                   shuffle_csr_indices=shuffle_csr_indices, distribution=distribution, ctx=ctx)[0]
+    data = np.random.randn(*shape) if len(shape) else np.array(np.random.randn())
+    return array(data, ctx=ctx or default_context(), dtype=dtype or np.float32)
 
 
 def create_sparse_array(shape, stype, data_init=None, rsp_indices=None, dtype=None, modifier_func=None,
                         density=.5, shuffle_csr_indices=False):
-    """MXNet's sparse constructor: mixnet has no sparse storage, so this always raises MXNetError."""
-    raise _no_sparse("create_sparse_array", stype)
+    """rand_sparse_ndarray's array (row_sparse indices sorted)."""
+    if stype not in ("row_sparse", "csr"):
+        raise AssertionError(f"Unknown storage type: {stype}")
+    if stype == "row_sparse" and rsp_indices is not None:
+        rsp_indices = np.sort(np.asarray(rsp_indices))
+    return rand_sparse_ndarray(shape, stype, density=density, data_init=data_init,
+                               rsp_indices=rsp_indices if stype == "row_sparse" else None, dtype=dtype,
+                               modifier_func=modifier_func, shuffle_csr_indices=shuffle_csr_indices)[0]
 
 
 def create_sparse_array_zd(shape, stype, density, data_init=None, rsp_indices=None, dtype=None,
                            modifier_func=None, shuffle_csr_indices=False):
-    """MXNet's sparse constructor: mixnet has no sparse storage, so this always raises MXNetError."""
-    raise _no_sparse("create_sparse_array_zd", stype)
+    """create_sparse_array where a row_sparse array's rows are exactly rsp_indices (density 0 otherwise)."""
+    if stype == "row_sparse":
+        density = 0.0
+    return create_sparse_array(shape, stype, data_init=data_init, rsp_indices=rsp_indices, dtype=dtype,
+                               modifier_func=modifier_func, density=density,
+                               shuffle_csr_indices=shuffle_csr_indices)
 
 
 def rand_coord_2d(x_low, x_high, y_low, y_high):
@@ -880,19 +948,26 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="defa
     """Applies one update of opt1 and of opt2 to the same random weight and gradient (uniform in [0, 1))
     and asserts the weights (and the states, with compare_states) agree. shape a list of shapes: opt2
     updates all `ntensors` weights in one multi-tensor call, opt1 each on its own."""
-    for what, stype in (("w_stype", w_stype), ("g_stype", g_stype)):
-        if stype != "default":
-            raise _no_sparse(f"compare_optimizer ({what})", stype)
     ctx = default_context()
 
     def uniform(s):
         return mx.random.uniform(shape=s, ctx=ctx, dtype=dtype)
 
+    def pair(stype, density):
+        """(for opt1, for opt2): opt2 gets the array in storage `stype`, opt1 its dense copy."""
+        if stype == "default":
+            second = uniform(shape)
+            return second.copy(), second
+        if stype not in ("row_sparse", "csr"):
+            raise MXNetError(f"compare_optimizer: unknown storage type {stype!r}")
+        second = rand_ndarray(shape, stype, density=density, dtype=dtype)
+        return second.copyto(ctx).tostype("default"), second
+
     if not isinstance(shape, list):
         if ntensors != 1:
             raise MXNetError(f"compare_optimizer: ntensors={ntensors} needs a list of shapes, got {shape!r}")
-        w2, g2 = uniform(shape), uniform(shape)
-        w1, g1 = w2.copy(), g2.copy()
+        w1, w2 = pair(w_stype, 1)
+        g1, g2 = pair(g_stype, None)
         state1 = opt1.create_state_multi_precision(0, w1)
         state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:

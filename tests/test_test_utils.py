@@ -64,8 +64,10 @@ def test_random_helpers():
     assert len(set(tu.random_sample(range(10), 4))) == 4
     arr = tu.rand_ndarray((3, 4), dtype="float64")
     assert arr.shape == (3, 4) and arr.dtype == np.float64
+    csr = tu.rand_ndarray((4, 5), stype="csr", density=0.5)
+    assert csr.stype == "csr" and len(csr.data) == 10 and np.all(csr.data.asnumpy() > 0)
     with pytest.raises(mx.MXNetError):
-        tu.rand_ndarray((2, 2), stype="csr")
+        tu.rand_ndarray((2, 2), stype="invalid")
     for _ in range(20):
         s = tu.rand_shape_nd(3, dim=4)
         assert len(s) == 3 and all(1 <= d <= 4 for d in s)
@@ -217,12 +219,14 @@ def test_assert_almost_equal_with_err_tolerates_a_fraction():
         tu.assert_almost_equal_with_err(a, b)        # no etol: every element must match
 
 
-def test_sparse_helpers_raise_clearly():
-    for make in (lambda: tu.create_sparse_array((2, 2), "row_sparse"),
-                 lambda: tu.create_sparse_array_zd((2, 2), "csr", 0.5),
-                 lambda: tu.rand_sparse_ndarray((2, 2), "csr")):
-        with pytest.raises(mx.MXNetError, match="sparse storage"):
-            make()
+def test_sparse_helpers():
+    rsp = tu.create_sparse_array_zd((5, 2), "row_sparse", 0.5, rsp_indices=[3, 1])
+    assert rsp.stype == "row_sparse" and rsp.indices.asnumpy().tolist() == [1, 3]
+    arr, (indptr, indices, data) = tu.rand_sparse_ndarray((3, 4), "csr", density=1)
+    assert indptr.asnumpy().tolist() == [0, 4, 8, 12] and np.allclose(arr.asnumpy()[arr.asnumpy() != 0],
+                                                                      data.asnumpy())
+    with pytest.raises(mx.MXNetError, match="distribution"):
+        tu.rand_sparse_ndarray((2, 2), "csr", distribution="powerlaw")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -351,8 +355,8 @@ def test_compare_optimizer_same_and_different():
                              np.float32)
     with pytest.raises(AssertionError):             # same weights after one step is not enough: states differ
         tu.compare_optimizer(mx.optimizer.Adam(beta2=0.999), mx.optimizer.Adam(beta2=0.9), (3,), np.float32)
-    with pytest.raises(mx.MXNetError, match="sparse"):
-        tu.compare_optimizer(mx.optimizer.SGD(), mx.optimizer.SGD(), (3,), np.float32, w_stype="row_sparse")
+    with pytest.raises(mx.MXNetError, match="storage type"):
+        tu.compare_optimizer(mx.optimizer.SGD(), mx.optimizer.SGD(), (3,), np.float32, w_stype="invalid")
     tu.compare_ndarray_tuple((mx.nd.ones(2), (mx.nd.zeros(1),)), (np.ones(2), (np.zeros(1),)))
 
 

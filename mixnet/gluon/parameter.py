@@ -14,11 +14,13 @@ from .. import initializer as init_module
 from ..base import MXNetError, dtype_np
 from ..context import Context, current_context
 from ..ndarray import ndarray as nd_module
-from ..ndarray import load as nd_load, save as nd_save
+from ..ndarray import load as nd_load, save as nd_save, sparse
 from ..ndarray.ndarray import NDArray
 from .cached_graph import TRACING
 
 __all__ = ["DeferredInitializationError", "Parameter", "Constant", "ParameterDict"]
+
+_STYPES = ("default", "row_sparse", "csr")
 
 
 class DeferredInitializationError(MXNetError):
@@ -50,9 +52,15 @@ class Parameter:
         self.init = init
         self.allow_deferred_init = allow_deferred_init
         self._differentiable = differentiable
-        if stype != "default" or grad_stype != "default":
-            raise MXNetError(f"Parameter {name!r}: only dense storage is supported (stype={stype!r}, "
-                             f"grad_stype={grad_stype!r})")
+        # MXNet checks these with assert: an AssertionError is what its users' code catches
+        if grad_stype not in _STYPES:
+            raise AssertionError(f"grad_stype for Parameter {name!r} must be one of 'default', 'row_sparse', or "
+                                 f"'csr', but got {grad_stype!r}")
+        if stype not in _STYPES:
+            raise AssertionError(f"stype for Parameter {name!r} must be one of 'default', 'row_sparse', or 'csr', "
+                                 f"but got {stype!r}")
+        self._stype, self._grad_stype = stype, grad_stype
+        self._trainer = None           # the Trainer a sparse parameter pulls its rows from
         self._grad_req = grad_req if differentiable else "null"
         self._check_req(self._grad_req)
         self._data = None              # list of NDArrays, one per context
@@ -101,11 +109,27 @@ class Parameter:
                 self._mark(arr)
 
     def _mark(self, arr):
-        """Makes arr a leaf whose gradient backward writes (lazily allocated), or detaches it for 'null'."""
+        """Makes arr a leaf whose gradient backward writes (lazily allocated, except a sparse one: allocated
+        now in its storage type), or detaches it for 'null'."""
         if self._grad_req == "null":
             arr._node, arr._grad, arr._grad_req = None, None, "null"
         else:
+            if self._grad_stype != "default" and arr._grad is None:
+                arr._grad = self._new_grad(arr)
             autograd.mark_variables([arr], [arr._grad], self._grad_req)
+
+    def _new_grad(self, arr):
+        if self._grad_stype == "default":
+            return nd_module.zeros_like_array(arr)
+        return sparse.zeros(self._grad_stype, arr.shape, ctx=arr.context, dtype=arr.dtype)
+
+    def _set_trainer(self, trainer):
+        """The Trainer of this parameter (a sparse parameter's rows live in its KVStore: only one Trainer)."""
+        if self._stype != "default" and self._trainer is not None and trainer is not None \
+                and self._trainer is not trainer:
+            raise RuntimeError(f"Failed to set the trainer for Parameter {self.name!r} because it was already set. "
+                               f"More than one trainers for a {self._stype} Parameter is not supported.")
+        self._trainer = trainer
 
     # ------------------------------------------------------------------ initialization
     def initialize(self, init=None, ctx=None, default_init=init_module.Uniform(), force_reinit=False):
@@ -146,6 +170,8 @@ class Parameter:
                 init_module.create(default_init)(desc, data)
             elif tuple(data.shape) != tuple(self._shape):
                 raise MXNetError(f"Parameter {self.name!r}: data of shape {data.shape} does not match {self._shape}")
+            if data.stype != self._stype:
+                data = data.tostype("default").tostype(self._stype)
             self._init_impl(data, ctx_list)
 
     def _init_impl(self, data, ctx_list):
@@ -181,20 +207,73 @@ class Parameter:
         raise MXNetError(f"Parameter {self.name!r} was not initialized on context {ctx}; it was only initialized "
                          f"on {self.list_ctx()}")
 
+    def _check_dense(self, what, ctx=None):
+        if self._stype != "default":
+            where = f" on ctx {ctx}" if ctx is not None else ""
+            raise RuntimeError(f"Cannot return a copy of Parameter {self.name!r}{where} via {what}() because its "
+                               f"storage type is {self._stype}. Please use row_sparse_data() instead.")
+
     def data(self, ctx=None):
-        """The value on ctx; while hybridize() traces a 2.0-style forward, the parameter's symbol variable."""
+        """The value on ctx; while hybridize() traces a 2.0-style forward, the parameter's symbol variable.
+        A sparse parameter has no data(): its rows come from row_sparse_data()."""
+        self._check_dense("data", ctx)
         if TRACING.get():
             return self.var()
         self._check_initialized()
         return self._select(self._data, ctx)
 
     def list_data(self):
+        self._check_dense("list_data")
         self._check_initialized()
         return list(self._data)
 
+    def _all_data(self):
+        """The per-device arrays whatever the storage type (what Trainer and KVStore work on)."""
+        self._check_initialized()
+        return list(self._data)
+
+    def row_sparse_data(self, row_id):
+        """A row_sparse parameter's copy on row_id's context holding the rows `row_id` (pulled from the
+        Trainer's KVStore, which keeps the whole weight)."""
+        if self._stype != "row_sparse":
+            raise RuntimeError(f"Cannot return a copy of Parameter {self.name} via row_sparse_data() because its "
+                               f"storage type is {self._stype}. Please use data() instead.")
+        return self._get_row_sparse(row_id, row_id.context)
+
+    def list_row_sparse_data(self, row_id):
+        """As row_sparse_data, on every context (in list_ctx() order)."""
+        if self._stype != "row_sparse":
+            raise RuntimeError(f"Cannot return copies of Parameter {self.name!r} on all contexts via "
+                               f"list_row_sparse_data() because its storage type is {self._stype}. Please use "
+                               "data() instead.")
+        return self._get_row_sparse(row_id, None)
+
+    def _get_row_sparse(self, row_id, ctx):
+        if not isinstance(row_id, NDArray):
+            raise TypeError(f"row_id must have NDArray type, but {type(row_id)} is given")
+        if self._trainer is None:
+            raise RuntimeError(f"Cannot get row_sparse data for Parameter {self.name!r} when no Trainer is created "
+                               "with it.")
+        self._check_initialized()
+        results = list(self._data) if ctx is None else self._select(self._data, ctx)
+        self._trainer._row_sparse_pull(self, results, row_id)
+        return results
+
+    def _reduce(self):
+        """The value to save: a dense parameter's first copy; a sparse one's whole weight (from the Trainer's
+        KVStore when there is one)."""
+        if self._stype == "default":
+            return self.data(self.list_ctx()[0])
+        if self._trainer is None:
+            return self._all_data()[0]
+        out = sparse.zeros(self._stype, self.shape, ctx=self.list_ctx()[0], dtype=self.dtype)
+        self._trainer._row_sparse_pull(self, out, nd_module.array(np.arange(self.shape[0]), dtype="int64"),
+                                       full_idx=True)
+        return out
+
     def _grad_of(self, arr):
         if arr._grad is None:
-            arr._grad = nd_module.zeros_like_array(arr)
+            arr._grad = self._new_grad(arr)
         return arr._grad
 
     def grad(self, ctx=None):
@@ -245,6 +324,7 @@ class Parameter:
         for arr in self._data:
             if arr._grad is not None:
                 arr._grad._data.fill(0)
+                arr._grad._bump_version()     # a sparse gradient now stores nothing
 
     def reset_ctx(self, ctx):
         ctx_list = _ctx_list(ctx)
@@ -272,10 +352,11 @@ class Parameter:
         graph input whose gradient sums over its uses; separate variables of the same name would each get a
         share of the gradient and a subgraph would see non-unique input names."""
         from .. import symbol
-        key = (self.name, self._shape, np.dtype(self.dtype).name, self.lr_mult, self.wd_mult, id(self.init))
+        key = (self.name, self._shape, np.dtype(self.dtype).name, self.lr_mult, self.wd_mult, id(self.init),
+               self._stype)
         if self._var is None or self._var_key != key:
             self._var = symbol.var(self.name, shape=self._shape, dtype=self.dtype, lr_mult=self.lr_mult,
-                                   wd_mult=self.wd_mult, init=self.init, stype="default")
+                                   wd_mult=self.wd_mult, init=self.init, stype=self._stype)
             self._var_key = key
         return self._var
 
@@ -422,7 +503,7 @@ class ParameterDict:
             if not param.name.startswith(strip_prefix):
                 raise MXNetError(f"Prefix {strip_prefix!r} is to be stripped before saving, but Parameter "
                                  f"{param.name!r} does not start with it")
-            arg_dict[param.name[len(strip_prefix):]] = param.data(param.list_ctx()[0])
+            arg_dict[param.name[len(strip_prefix):]] = param._reduce()
         nd_save(filename, arg_dict)
 
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix="",
@@ -453,7 +534,7 @@ def _load_into(param, value, ctx, cast_dtype, dtype_source):
     """Sets a parameter from a loaded array: fills unknown dims, checks the rest, handles dtype per MXNet."""
     if cast_dtype:
         if dtype_source == "saved":
-            param.dtype = value.dtype
+            param.cast(value.dtype)       # MXNet's dtype setter casts the current value too
         else:
             value = value.astype(param.dtype, copy=False)
     elif np.dtype(value.dtype) != np.dtype(param.dtype):

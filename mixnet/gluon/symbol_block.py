@@ -93,6 +93,11 @@ def _as_symbol_list(x, what):
     return items
 
 
+class RowSparseParameterError(MXNetError, AssertionError):
+    """A graph variable declared row_sparse: MXNet asserts (AssertionError), mixnet's loaders raise MXNetError;
+    this is both."""
+
+
 class SymbolBlock(HybridBlock):
     """SymbolBlock(outputs, inputs, params=None): wraps the graph `outputs` whose data inputs are the variables
     `inputs` (Symbols or names); every other variable becomes a Parameter named like the variable."""
@@ -118,6 +123,11 @@ class SymbolBlock(HybridBlock):
         self._input_names = names
         aux = set(self._symbol.list_auxiliary_states())
         nodes = {n.name: n for n in self._symbol._nodes() if n.op is None}
+        for name, node in nodes.items():
+            # MXNet asserts this: a SymbolBlock's parameters are read with data(), which a row_sparse one lacks
+            if node.raw.get("__storage_type__") == "1":
+                raise RowSparseParameterError(f"SymbolBlock doesn't support Parameter {name!r} because its storage type is "
+                                     "'row_sparse'.")
         for name in graph_inputs:
             if name in names:
                 continue

@@ -49,6 +49,9 @@ class Trainer:
             seen.add(id(param))
             self._param2idx[param.name] = len(self._params)
             self._params.append(param)
+            param._set_trainer(self)
+        self._contains_sparse_weight = any(p._stype != "default" for p in self._params)
+        self._contains_sparse_grad = any(p._grad_stype != "default" for p in self._params)
         self._compression_params = compression_params
         self._contexts = self._check_contexts()
         optimizer_params = optimizer_params if optimizer_params else {}
@@ -98,7 +101,9 @@ class Trainer:
 
     def _init_kvstore(self):
         """MXNet's choice: no KVStore for a single device (unless a KVStore object is given); otherwise a local
-        store, updating on it by default."""
+        store, updating on it by default. Sparse weights always live in a KVStore that updates them (their
+        devices pull the rows they need: row_sparse_data); sparse gradients of dense weights are reduced there but
+        applied on the devices unless update_on_kvstore=True."""
         self._contexts = self._check_contexts()
         if self._contexts is None:
             raise MXNetError("Trainer: no Parameter is initialized; initialize the Parameters (or run a forward "
@@ -107,6 +112,15 @@ class Trainer:
             self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
         config = self._kvstore_params
         kvstore, update_on_kvstore = config["kvstore"], config["update_on_kvstore"]
+        if self._contains_sparse_weight:
+            if update_on_kvstore is False:
+                raise ValueError("Cannot set update_on_kvstore=False when sparse weights are present.")
+            if not isinstance(kvstore, (kvs.KVStore, str)):
+                raise TypeError(f"Cannot create '{kvstore}' KVStore with row_sparse parameters. The type must be "
+                                "KVStore or str.")
+            kv = kvs.create(kvstore)
+            self._finish_kvstore(kv, True)
+            return
         if isinstance(kvstore, kvs.KVStore):
             kv = kvstore
         elif kvstore is None or kvstore is False or len(self._contexts) == 1:
@@ -115,30 +129,49 @@ class Trainer:
                 kv = kvs.create(kvstore)      # raises: not supported in one process
         else:
             kv = kvs.create(kvstore)
+        default_update = not self._contains_sparse_grad    # sparse gradients: updated on the devices
+        self._finish_kvstore(kv, default_update if update_on_kvstore is None else bool(update_on_kvstore))
+
+    def _finish_kvstore(self, kv, update_on_kvstore):
         if kv is None:
-            self._update_on_kvstore = False
+            self._update_on_kvstore = None
         else:
             if self._compression_params:
                 kv.set_gradient_compression(self._compression_params)
-            self._update_on_kvstore = True if update_on_kvstore is None else bool(update_on_kvstore)
+            self._update_on_kvstore = update_on_kvstore
             if self._update_on_kvstore:
                 kv.set_optimizer(self._optimizer)
         self._kvstore = kv
         self._kv_initialized = True
 
-    def _init_params(self):
+    def _init_params(self, only=None):
         if self._kvstore is None:
             self._params_to_init = []
             return
         for param in list(self._params_to_init):
+            if only is not None and param is not only:
+                continue
             if param._deferred_init is not None and param._data is None:
                 continue
             idx = self._param2idx[param.name]
-            data = param.list_data()
+            data = param._all_data()
             self._kvstore.init(idx, data[0])
-            if self._update_on_kvstore:
+            if self._update_on_kvstore and param._stype == "default":
                 self._kvstore.pull(idx, out=data)
             self._params_to_init.remove(param)
+
+    def _row_sparse_pull(self, parameter, out, row_id, full_idx=False):
+        """Pulls the rows row_id of a sparse parameter's weight from the KVStore into out. Only this parameter
+        is put into the KVStore now: this runs inside a forward pass, where writing the other parameters (as
+        their KVStore initialization does) would change arrays already recorded (they are put there at step)."""
+        if not self._kv_initialized:
+            self._init_kvstore()
+        self._init_params(only=parameter)
+        idx = self._param2idx[parameter.name]
+        if full_idx:
+            self._kvstore.pull(idx, out=out, ignore_sparse=False)
+        else:
+            self._kvstore.row_sparse_pull(idx, out=out, row_ids=row_id)
 
     # ------------------------------------------------------------------ learning rate
     @property
@@ -211,7 +244,7 @@ class Trainer:
         for param in self._params:
             if param.grad_req == "null":
                 continue
-            for data in param.list_data():
+            for data in param._all_data():
                 if not data._fresh_grad:
                     raise UserWarning(
                         f"Gradient of Parameter `{param.name}` on context {data.context} has not been updated by "
@@ -229,12 +262,13 @@ class Trainer:
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
-            datas, grads = param.list_data(), param.list_grad()
+            datas, grads = param._all_data(), param.list_grad()
             if self._kvstore is not None and self._update_on_kvstore:
                 if ignore_stale_grad and not any(d._fresh_grad for d in datas):
                     continue
                 self._kvstore.push(i, grads)
-                self._kvstore.pull(i, out=datas)
+                if param._stype == "default":      # a sparse weight's rows are pulled by row_sparse_data
+                    self._kvstore.pull(i, out=datas)
                 for d in datas:
                     d._fresh_grad = False
                 continue
@@ -267,7 +301,7 @@ class Trainer:
         names = {i: param.name for i, param in enumerate(self._params)}
 
         def weights(k):
-            return {i: param.list_data()[k] for i, param in enumerate(self._params) if param._data is not None}
+            return {i: param._all_data()[k] for i, param in enumerate(self._params) if param._data is not None}
         if self._kvstore is not None and self._update_on_kvstore:
             self._kvstore._updater.set_states(data, repr(fname), weights(0), names)
             self._optimizer = self._kvstore._updater.optimizer

@@ -16,8 +16,11 @@ for _public, _op_name in {"arange": "_arange", "linspace": "_linspace", "eye": "
 
 
 def zeros(shape, ctx=None, dtype=None, stype=None, out=None, **kwargs):
-    """An array of zeros (float32 unless dtype is given). `stype` is accepted for MXNet code; storage is dense."""
-    _check_dense(stype)
+    """An array of zeros (float32 unless dtype is given); `stype` 'row_sparse' / 'csr' gives an empty sparse one."""
+    if stype not in (None, "default"):
+        if out is not None or kwargs:
+            raise _MXNetError(f"zeros: stype={stype!r} takes no out= or other arguments")
+        return sparse.zeros(stype, shape, ctx=ctx, dtype=dtype)
     return globals()["_zeros"](shape=shape, ctx=ctx, dtype=dtype, out=out, **kwargs)
 
 

@@ -153,9 +153,9 @@ class NDArray:
     as_in_ctx = as_in_context
 
     def tostype(self, stype):
-        if stype != "default":
-            raise MXNetError(f"tostype({stype!r}): mixnet stores every array dense; only 'default' exists")
-        return self
+        """A copy in storage type `stype` ('row_sparse', 'csr'); 'default' returns the array itself."""
+        from ._storage import from_dense
+        return from_dense(self, stype)
 
     def as_np_ndarray(self):
         raise MXNetError("as_np_ndarray: the mx.np namespace is not part of mixnet yet")
@@ -200,9 +200,10 @@ class NDArray:
     def attach_grad(self, grad_req="write", stype=None):
         """Allocates self.grad (zeros) and marks the array as a leaf whose gradient backward() writes."""
         from .. import autograd
-        if stype not in (None, "default"):
-            raise MXNetError(f"attach_grad: stype {stype!r} is not supported (dense only)")
-        autograd.mark_variables([self], [zeros_like_array(self)], grad_req)
+        from ._storage import check_stype, zeros
+        stype = check_stype(stype or self.stype, "attach_grad")
+        grad = zeros_like_array(self) if stype == "default" else zeros(stype, self.shape, self._ctx, self._data.dtype)
+        autograd.mark_variables([self], [grad], grad_req)
 
     def detach(self):
         return _wrap(self._data, self._ctx)

@@ -76,6 +76,38 @@ def _xp_of(arr):
     return cupy
 
 
+def _sparse_grad_rows(grad):
+    """The stored rows of a row_sparse gradient (numpy int64), else None."""
+    return grad._rows() if grad.stype == "row_sparse" else None
+
+
+def _step_rows(optimizer, index, weight, grad, state, lr, wd, rows):
+    """A lazy update: `optimizer._step` on the gathered rows of the weight, gradient and state arrays, then
+    the rows written back (the other rows, and their states, stay as they were)."""
+    xp = weight._ctx.xp
+    idx = xp.asarray(rows)
+
+    def gather(s):
+        if isinstance(s, NDArray):
+            return _wrap(s._data[idx], s._ctx)
+        if isinstance(s, (tuple, list)):
+            return type(s)(gather(x) for x in s)
+        return s
+
+    def scatter(sub, s):
+        if isinstance(s, NDArray):
+            s._data[idx] = sub._data
+            s._bump_version()
+        elif isinstance(s, (tuple, list)):
+            for a, b in zip(sub, s):
+                scatter(a, b)
+
+    w_rows, sub_state = weight._data[idx], gather(state)
+    optimizer._step(index, w_rows, grad._data[idx], sub_state, lr, wd)
+    weight._data[idx] = w_rows
+    scatter(sub_state, state)
+
+
 def _ctx_key(ctx):
     return f"{ctx.device_type}({ctx.device_id})"
 
@@ -256,12 +288,22 @@ class Optimizer:
         return state[0], state[1]
 
     def update(self, index, weight, grad, state):
-        """Updates `weight` in place from `grad` (one parameter; MXNet 1.x signature)."""
+        """Updates `weight` in place from `grad` (one parameter; MXNet 1.x signature). A lazy update (see
+        `_lazy_rows`) touches only the weight and state rows stored in a row_sparse gradient."""
         self._update_count(index)
         lr = self._get_lr(index)
         wd = self._get_wd(index)
-        self._step(index, weight._data, grad._data, state, lr, wd)
+        rows = self._lazy_rows(weight, grad)
+        if rows is None:
+            self._step(index, weight._data, grad._data, state, lr, wd)
+        else:
+            _step_rows(self, index, weight, grad, state, lr, wd, rows)
         weight._bump_version()
+
+    def _lazy_rows(self, weight, grad):
+        """The rows a lazy update touches (a row_sparse gradient's stored rows), or None for a dense update.
+        MXNet's optimizers without a sparse kernel update densely (storage fallback): the default."""
+        return None
 
     def _step(self, index, w, g, state, lr, wd):
         """The update rule on backend buffers `w` (in place) and `g`; `state` holds NDArrays."""
@@ -275,7 +317,8 @@ class Optimizer:
             return
         if self._mp(weight):
             master, inner = self._split_mp_state(state)
-            grad32 = _wrap(grad._data.astype(np.float32), grad._ctx)
+            grad32 = grad.astype(np.float32) if grad.stype != "default" else _wrap(grad._data.astype(np.float32),
+                                                                                   grad._ctx)
             self.update(index, master, grad32, inner)
             weight._data[...] = master._data.astype(weight._data.dtype)
             weight._bump_version()
@@ -550,8 +593,8 @@ class _MomentumState:
 
 @register
 class SGD(_MomentumState, Optimizer):
-    """SGD with optional momentum (MXNet's sgd_update / sgd_mom_update). `lazy_update` only matters for sparse
-    gradients, which mixnet does not have; it is accepted for compatibility. With `multi_precision=True`, float16
+    """SGD with optional momentum (MXNet's sgd_update / sgd_mom_update). With a row_sparse gradient and
+    `lazy_update` (the default) only the gradient's stored rows of the weight and momentum are updated. With `multi_precision=True`, float16
     weights are updated through a float32 master copy (state `(momentum, master)`, MXNet's order for SGD)."""
     _hparams = ("momentum", "lazy_update")
 
@@ -561,6 +604,9 @@ class SGD(_MomentumState, Optimizer):
         self.lazy_update = lazy_update
         self.aggregate_num = 4
 
+    def _lazy_rows(self, weight, grad):
+        # MXNet's sgd_update / sgd_mom_update: lazy for a row_sparse gradient unless lazy_update=False
+        return _sparse_grad_rows(grad) if self.lazy_update else None
 
     def _step(self, index, w, g, state, lr, wd):
         _sgd_kernel(_xp_of(w), w, g, None if state is None else state._data, lr, wd, self.rescale_grad,
@@ -630,6 +676,9 @@ class NAG(SGD):
         super().__init__(momentum=momentum, **kwargs)
         self.aggregate_num = 0
 
+    def _lazy_rows(self, weight, grad):
+        return None     # MXNet's nag_mom_update has no sparse kernel: a dense update
+
     def _step(self, index, w, g, state, lr, wd):
         _nag_kernel(_xp_of(w), w, g, None if state is None else state._data, lr, wd, self.rescale_grad,
                     self.clip_gradient, self.momentum)
@@ -686,6 +735,10 @@ class Adam(Optimizer):
 
     def create_state(self, index, weight):
         return (_zeros_like(weight), _zeros_like(weight))
+
+    def _lazy_rows(self, weight, grad):
+        # MXNet's adam_update: lazy for a row_sparse gradient unless lazy_update=False
+        return _sparse_grad_rows(grad) if self.lazy_update else None
 
     def _coef(self, t):
         return math.sqrt(1. - self.beta2 ** t) / (1. - self.beta1 ** t)
@@ -835,6 +888,9 @@ class AdaGrad(Optimizer):
     def create_state(self, index, weight):
         return _zeros_like(weight)
 
+    def _lazy_rows(self, weight, grad):
+        return _sparse_grad_rows(grad)      # MXNet's sparse.adagrad_update for a row_sparse gradient
+
     def _step(self, index, w, g, state, lr, wd):
         xp = _xp_of(w)
         grad = _rescaled(xp, g, w, self.rescale_grad, 0, self.clip_gradient, wd_first=False)
@@ -929,6 +985,11 @@ class Ftrl(Optimizer):
 
     def create_state(self, index, weight):
         return (_zeros_like(weight), _zeros_like(weight))
+
+    def _lazy_rows(self, weight, grad):
+        # MXNet's ftrl_update has a sparse kernel only for a row_sparse weight (and states) with a row_sparse
+        # gradient; any other mix falls back to the dense update
+        return _sparse_grad_rows(grad) if weight.stype == "row_sparse" else None
 
     def _step(self, index, w, g, state, lr, wd):
         xp = _xp_of(w)
@@ -1172,10 +1233,15 @@ class Updater:
                 self.states_synced[i] = True
         self.optimizer._set_current_context(_ctx_key(weights[0].context))
         states = [self.states[i] for i in indices]
-        if len(indices) == 1:
-            self.optimizer.update_multi_precision(indices[0], weights[0], grads[0], states[0])
-        else:
-            self.optimizer._update_many(indices, weights, grads, states)
+        lazy = [p for p in range(len(indices)) if self.optimizer._lazy_rows(weights[p], grads[p]) is not None]
+        if len(indices) == 1 or len(lazy) == len(indices):
+            for p in range(len(indices)):
+                self.optimizer.update_multi_precision(indices[p], weights[p], grads[p], states[p])
+            return
+        for p in lazy:      # lazy (row_sparse) updates one by one; the multi-tensor path is dense
+            self.optimizer.update_multi_precision(indices[p], weights[p], grads[p], states[p])
+        dense = [p for p in range(len(indices)) if p not in set(lazy)]
+        self.optimizer._update_many(*([seq[p] for p in dense] for seq in (indices, weights, grads, states)))
 
     def sync_state_context(self, state, context):
         if isinstance(state, NDArray):

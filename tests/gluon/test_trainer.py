@@ -50,7 +50,7 @@ def test_training_reduces_loss(name, params):
     for _ in range(40):
         last = _loss_step(net, trainer, x, y)
     assert last < first * 0.05
-    assert trainer._kvstore is None and trainer._update_on_kvstore is False   # one device: no KVStore
+    assert trainer._kvstore is None and trainer._update_on_kvstore is None   # one device: no KVStore (as MXNet)
 
 
 def test_step_rescales_by_batch_size():

@@ -236,9 +236,9 @@ def test_waitall_and_wait_to_read_are_noops():
     nd.waitall()
 
 
-def test_sparse_constructors_give_dense_arrays():
+def test_sparse_constructors():
     c = nd.sparse.csr_matrix(([1.0, 2.0, 3.0], [1, 0, 2], [0, 1, 3]), shape=(2, 3))
-    assert c.asnumpy().tolist() == [[0, 1, 0], [2, 0, 3]] and c.stype == "default"
+    assert c.asnumpy().tolist() == [[0, 1, 0], [2, 0, 3]] and c.stype == "csr"
     r = nd.sparse.row_sparse_array((np.ones((1, 2)), [1]), shape=(3, 2))
     assert r.asnumpy().tolist() == [[0, 0], [1, 1], [0, 0]]
     with pytest.raises(mx.MXNetError, match="csr_matrix"):

@@ -244,13 +244,14 @@ class Embedding(HybridBlock):
     def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None, sparse_grad=False,
                  **kwargs):
         super().__init__(**kwargs)
-        if sparse_grad:
-            raise MXNetError("Embedding: sparse_grad=True needs row_sparse gradients, which mixnet does not have; "
-                             "use sparse_grad=False (the gradient is dense)")
-        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype}
+        # sparse_grad: the weight's gradient is row_sparse (the rows of the looked-up indices), so optimizers
+        # update only those rows lazily
+        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype,
+                        "sparse_grad": sparse_grad}
         with self.name_scope():
             self.weight = self.params.get("weight", shape=(input_dim, output_dim), init=weight_initializer,
-                                          dtype=dtype, allow_deferred_init=True)
+                                          dtype=dtype, allow_deferred_init=True,
+                                          grad_stype="row_sparse" if sparse_grad else "default")
 
     def hybrid_forward(self, F, x, weight):
         return F.Embedding(x, weight, name="fwd", **self._kwargs)

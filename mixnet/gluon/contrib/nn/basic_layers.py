@@ -1,7 +1,7 @@
 """gluon.contrib.nn layers (MXNet 1.x): containers that concatenate their children's outputs, Identity,
 PixelShuffle1D/2D/3D and SyncBatchNorm.
 
-Not provided: SparseEmbedding (it needs row_sparse gradients, which mixnet does not have; use nn.Embedding).
+Not provided: SparseEmbedding (use nn.Embedding(sparse_grad=True): the same row_sparse gradient).
 """
 from ...block import HybridBlock
 from ...nn import BatchNorm, HybridSequential, Sequential
