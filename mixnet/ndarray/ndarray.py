@@ -257,6 +257,17 @@ class NDArray:
             return out
         return _op_call("_getitem", (self,), {"key": key})
 
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether basic indexing of a C-contiguous array of `shape` with the tuple of slices `slc_key` gives a
+        contiguous view (MXNet's helper). numpy answers it exactly from strides: a view of one byte with C strides
+        for `shape` is sliced, nothing of `shape`'s size is allocated or read."""
+        strides = [1] * len(shape)
+        for axis in range(len(shape) - 2, -1, -1):
+            strides[axis] = strides[axis + 1] * max(shape[axis + 1], 1)
+        view = np.lib.stride_tricks.as_strided(np.empty(1, np.uint8), shape=tuple(shape), strides=tuple(strides))
+        return bool(view[tuple(slc_key)].flags.c_contiguous)
+
     # ---------------------------------------------------------------- python protocol
     def __len__(self):
         if self.ndim == 0:
