@@ -200,7 +200,9 @@ def _topological_nodes(heads, stop_nodes=()):
         stack.append((node, True))
         for x in node.inputs:
             parent = x._node
-            if isinstance(parent, TapeNode) and id(parent) not in seen:
+            # An input whose graph an earlier backward() freed is a constant now, as in MXNet: no gradient
+            # flows into it (only a head with a freed graph is an error, checked by the callers).
+            if isinstance(parent, TapeNode) and id(parent) not in seen and not parent.released:
                 stack.append((parent, False))
     order.reverse()
     return order

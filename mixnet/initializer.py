@@ -135,7 +135,9 @@ _alias("one", "ones")(One)
 @register
 class Constant(Initializer):
     def __init__(self, value):
-        super().__init__(value=value.tolist() if hasattr(value, "tolist") else value)
+        # the kwargs are what dumps() writes: an array value is kept as a (JSON) list, as in MXNet
+        plain = value.asnumpy() if hasattr(value, "asnumpy") else value
+        super().__init__(value=plain.tolist() if hasattr(plain, "tolist") else plain)
         self.value = value
 
     def _init_weight(self, name, arr):

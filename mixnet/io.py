@@ -166,15 +166,18 @@ class NDArrayIter(DataIter):
         self.batch_size = int(batch_size)
         self.data = _init_data(data, allow_empty=False, default_name=data_name)
         self.label = _init_data(label, allow_empty=True, default_name=label_name)
-        sources = self.data + self.label
-        if last_batch_handle != "discard" and any(src[4] == "csr" for src in sources):
+        if last_batch_handle != "discard" and any(src[4] == "csr" for src in self.data + self.label):
             raise NotImplementedError("`NDArrayIter` only supports ``CSRNDArray`` with `last_batch_handle` set to "
                                       "`discard`.")
-        n = sources[0][1].shape[0]
-        for name, arr, _, _, _ in sources:
-            if arr.shape[0] != n:
-                raise MXNetError(f"NDArrayIter: all arrays must have the same length along axis 0: "
-                                 f"{sources[0][0]} has {n}, {name} has {arr.shape[0]}")
+        # The first data array sets the length, as in MXNet: longer arrays give their first n rows (MXNet code
+        # pairs data[10:] with the whole label array and relies on it); shorter ones are an error.
+        n = self.data[0][1].shape[0]
+        for sources in (self.data, self.label):
+            for i, (name, arr, dtype, ctx, stype) in enumerate(sources):
+                if arr.shape[0] < n:
+                    raise MXNetError(f"NDArrayIter: {name} has {arr.shape[0]} rows along axis 0, fewer than "
+                                     f"the {n} of {self.data[0][0]}")
+                sources[i] = (name, arr[:n], dtype, ctx, stype)
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
         self.idx = np.arange(n)

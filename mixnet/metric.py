@@ -413,18 +413,19 @@ class _BinaryMetric(EvalMetric):
         stats = self.metrics
         for label, pred in zip(labels, preds):
             stats.update_binary_stats(label, pred)
-            if self.average == "macro":
-                # As in MXNet, the counts restart every batch, so the global score is also per batch.
-                self.sum_metric += self._score(False)
-                self.global_sum_metric += self._score(True)
-                self.num_inst += 1
-                self.global_num_inst += 1
-                stats.reset_stats()
-            else:
-                self.sum_metric = self._score(False) * stats.total_examples
-                self.global_sum_metric = self._score(True) * stats.global_total_examples
-                self.num_inst = stats.total_examples
-                self.global_num_inst = stats.global_total_examples
+        if self.average == "macro":
+            # As in MXNet, one update() call (all its label/pred pairs) is one instance of the average, and
+            # the counts restart every call, so the global score is also per call.
+            self.sum_metric += self._score(False)
+            self.global_sum_metric += self._score(True)
+            self.num_inst += 1
+            self.global_num_inst += 1
+            stats.reset_stats()
+        else:
+            self.sum_metric = self._score(False) * stats.total_examples
+            self.global_sum_metric = self._score(True) * stats.global_total_examples
+            self.num_inst = stats.total_examples
+            self.global_num_inst = stats.global_total_examples
 
     def reset(self):
         super().reset()

@@ -258,11 +258,13 @@ def _read_dtype(r, what):
 
 
 def _read_ctx(r, what):
+    """The record's device, as (type name, id): only a hint; files always load on the host."""
     at = r.pos
     dev_type = r.i32(what + " dev_type")
-    r.i32(what + " dev_id")  # only a hint; arrays always load on the host here
+    dev_id = r.i32(what + " dev_id")
     if dev_type not in _DEV_TYPES:
         r.fail("%s: unknown device type %d" % (what, dev_type), at)
+    return _DEV_TYPES[dev_type], dev_id
 
 
 def _read_data(r, shape, dtype, what, at):
@@ -486,6 +488,39 @@ def decode(buf):
         raise MXNetError("nd.load: out of memory loading the arrays of %d bytes of input"
                          % len(r.buf)) from None
     return arrays, names
+
+
+# --------------------------------------------------------------------------------------
+# One array as raw bytes (MXNDArraySaveRawBytes): what MXNet's NDArray pickles hold
+# --------------------------------------------------------------------------------------
+
+def encode_raw(arr, device=("cpu", 0)):
+    """One dense record (no list header, no names): the bytes MXNet pickles as an NDArray's 'handle'.
+    V2 as nd.save writes, V3 for a 0-d array (V2's ndim 0 means "none")."""
+    record = _encode_record(0, arr, 3 if np.ndim(arr) == 0 else 2)
+    dev_code = {name: code for code, name in _DEV_TYPES.items()}[device[0]]
+    at = 8 + 4 + 8 * np.ndim(arr)  # magic + stype, then the shape: the device follows
+    return record[:at] + struct.pack("<ii", dev_code, device[1]) + record[at + 8:]
+
+
+def decode_raw(buf):
+    """Parse one dense record made by `encode_raw` or by MXNet; returns (numpy array, (device type, id))."""
+    r = _Reader(_as_bytes_view(buf))
+    at = r.pos
+    magic = r.u32("record magic")
+    if magic not in (V2_MAGIC, V3_MAGIC):
+        r.fail("an NDArray's raw bytes must start with the V2/V3 magic, got 0x%X" % magic, at)
+    if r.i32("record stype") != STYPE_DENSE:
+        r.fail("only dense arrays can be restored from raw bytes", at + 4)
+    shape, none_marker = _read_shape(r, "record shape", allow_none_marker=(magic == V3_MAGIC))
+    if none_marker or (magic == V2_MAGIC and not shape):
+        r.fail("the raw bytes hold an empty ('none') array", at)
+    device = _read_ctx(r, "record")
+    dtype = DTYPE_CODES[_read_dtype(r, "record dtype")]
+    data = _read_data(r, shape, dtype, "record", at)
+    if r.left:
+        r.fail("%d bytes of trailing garbage after the array" % r.left)
+    return data, device
 
 
 # --------------------------------------------------------------------------------------

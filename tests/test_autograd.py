@@ -244,3 +244,19 @@ def test_get_symbol_returns_the_recorded_graph_with_hybridized_calls_inlined():
     np.testing.assert_allclose(sym.eval(**values)[0].asnumpy(), y.asnumpy(), rtol=1e-6)
     with pytest.raises(mx.MXNetError, match="not computed under autograd.record"):
         mx.autograd.get_symbol(mx.nd.ones((2,)))
+
+
+def test_value_whose_graph_was_freed_is_a_constant():
+    # MXNet 1.9.1: after backward() frees the graph, an intermediate computed in it is a constant later on
+    w = mx.nd.ones((3,))
+    w.attach_grad()
+    with mx.autograd.record():
+        b = w * 3
+        (b * 2).backward()
+    np.testing.assert_array_equal(w.grad.asnumpy(), [6, 6, 6])
+    with mx.autograd.record():
+        out = (b * 5).sum() + (w * w).sum()
+    out.backward()
+    np.testing.assert_array_equal(w.grad.asnumpy(), [2, 2, 2])   # only w * w reaches w
+    with pytest.raises(mx.base.MXNetError, match="not in a computational graph"):
+        out.backward()                                            # the head's own graph is gone: an error

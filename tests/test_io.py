@@ -68,7 +68,7 @@ def test_names_dicts_dtypes_and_iteration_protocol():
     assert it.getlabel()[0].asnumpy().tolist() == [0, 1, 2, 3]
     big = io.NDArrayIter(X, Y, batch_size=25).next()           # mixnet wraps around fully (MXNet: 20 rows)
     assert big.data[0].shape == (25, 2) and big.pad == 15
-    with pytest.raises(MXNetError, match="same length"):
+    with pytest.raises(MXNetError, match="fewer than"):
         io.NDArrayIter(X, Y[:5], batch_size=2)
     with pytest.raises(ValueError):
         io.NDArrayIter(X, Y, last_batch_handle="keep")
@@ -86,3 +86,13 @@ def test_data_desc_and_batch():
     assert str(b) == "DataBatch: data shapes: [(2, 3)] label shapes: [(2,)]"
     with pytest.raises(MXNetError):
         io.DataBatch(mx.nd.zeros((2, 3)))
+
+
+def test_ndarrayiter_longer_labels_give_their_first_rows():
+    # MXNet: the first data array sets the length; MXNet code pairs data[10:] with the whole label array
+    data, label = mx.nd.arange(10).reshape((5, 2)), mx.nd.arange(8)
+    batches = list(mx.io.NDArrayIter(data, label, batch_size=5))
+    assert len(batches) == 1
+    np.testing.assert_array_equal(batches[0].label[0].asnumpy(), [0, 1, 2, 3, 4])
+    with pytest.raises(mx.MXNetError, match="fewer than"):
+        mx.io.NDArrayIter(data, mx.nd.arange(4), batch_size=5)

@@ -172,3 +172,17 @@ def test_errors_and_empty():
         metric.F1().update([A(D["L1"])], [A(D["P1"])])
     assert math.isnan(metric.Accuracy().get()[1])
     assert math.isnan(metric.Perplexity(None).get_global()[1])
+
+
+@pytest.mark.parametrize("name, first, second", [("f1", 0.8, 0.7333333333333334),
+                                                 ("mcc", 0.6666666666666666, 0.5833333333333333)])
+def test_macro_average_counts_one_instance_per_update_call(name, first, second):
+    # numbers from MXNet 1.9.1: the pairs of one update() call are pooled into one score
+    metric = mx.metric.create(name, average="macro")
+    l1, p1 = mx.nd.array([1, 0]), mx.nd.array([[0.1, 0.9], [0.5, 0.5]])
+    l2, p2 = mx.nd.array([1, 0, 1]), mx.nd.array([[0.85, 0.15], [1.0, 0.0], [0.2, 0.8]])
+    metric.update([l1, l2], [p1, p2])
+    assert metric.num_inst == 1 and metric.get()[1] == pytest.approx(first)
+    metric.update([l2], [p2])
+    assert metric.num_inst == 2 and metric.get()[1] == pytest.approx(second)
+    assert metric.get_global()[1] == pytest.approx(second)

@@ -5,7 +5,7 @@ FLUENT = (
     "sum mean prod max min nansum nanprod norm argmax argmin argmax_channel transpose expand_dims squeeze flatten "
     "clip abs sign round rint fix floor ceil trunc sqrt rsqrt cbrt rcbrt square exp expm1 log log2 log10 log1p "
     "sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh degrees radians relu sigmoid softmax "
-    "log_softmax softmin one_hot pick take tile repeat split slice slice_axis slice_like swapaxes flip sort argsort "
+    "log_softmax softmin one_hot pick take tile repeat split split_v2 slice slice_axis slice_like swapaxes flip sort argsort "
     "topk reshape_like broadcast_to broadcast_like broadcast_axes broadcast_axis pad diag reciprocal erf erfinv "
     "gamma gammaln zeros_like ones_like shape_array size_array depth_to_space space_to_depth moveaxis nanprod"
 ).split()

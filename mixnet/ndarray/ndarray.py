@@ -13,6 +13,7 @@ from ..base import MXNetError, OpError, dtype_np, is_number
 from ..context import Context, array_module, current_context, cpu
 from ..ops import dispatch, registry
 from ..ops.common import check_shape, infer as infer_shapes
+from .. import serialization
 
 __all__ = ["NDArray", "array", "empty", "from_numpy", "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
            "waitall", "py_slice", "_STORAGE_TYPE_STR_TO_ID"]
@@ -257,6 +258,17 @@ class NDArray:
             return out
         return _op_call("_getitem", (self,), {"key": key})
 
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether basic indexing of a C-contiguous array of `shape` with the tuple of slices `slc_key` gives a
+        contiguous view (MXNet's helper). numpy answers it exactly from strides: a view of one byte with C strides
+        for `shape` is sliced, nothing of `shape`'s size is allocated or read."""
+        strides = [1] * len(shape)
+        for axis in range(len(shape) - 2, -1, -1):
+            strides[axis] = strides[axis + 1] * max(shape[axis + 1], 1)
+        view = np.lib.stride_tricks.as_strided(np.empty(1, np.uint8), shape=tuple(shape), strides=tuple(strides))
+        return bool(view[tuple(slc_key)].flags.c_contiguous)
+
     # ---------------------------------------------------------------- python protocol
     def __len__(self):
         if self.ndim == 0:
@@ -284,13 +296,19 @@ class NDArray:
         return self.__repr__()
 
     def __getstate__(self):
-        return {"data": self.asnumpy(), "ctx": (self._ctx.device_type, self._ctx.device_id)}
+        # MXNet's own form: the array's raw bytes (one .params record), so pickles move between the two.
+        device = (self._ctx.device_type, self._ctx.device_id)
+        return {"handle": bytearray(serialization.encode_raw(self.asnumpy(), device))}
 
     def __setstate__(self, state):
-        ctx = Context(*state["ctx"])
+        if "handle" in state:
+            data, device = serialization.decode_raw(state["handle"])
+        else:  # what mixnet pickled before it wrote MXNet's form
+            data, device = state["data"], state["ctx"]
+        ctx = Context(*device) if device[0] in ("cpu", "gpu") else cpu()
         if ctx.device_type == "gpu" and ctx.device_id >= _num_gpus():
-            ctx = cpu()
-        self._data = array_module(ctx).asarray(state["data"])
+            ctx = cpu()  # MXNet does the same when the saving GPU is not there
+        self._data = array_module(ctx).asarray(data)
         self._ctx = ctx
 
     def __reduce__(self):

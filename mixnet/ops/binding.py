@@ -60,6 +60,10 @@ def bind_call(op, args, kwargs, is_input, named_variadic=False):
             if inputs[i] is not None:
                 raise MXNetError(f"{op.name}: input {name!r} given twice")
             inputs[i] = keyword_inputs.pop(name)
+    if not op.attrs:
+        # MXNet ignores unknown attributes of ops that declare none (no parameter struct): users' code passes
+        # e.g. broadcast_maximum(a, b, axis=1). Unknown array arguments stay errors.
+        keyword_inputs = {k: v for k, v in keyword_inputs.items() if is_input(v)}
     if keyword_inputs:
         raise MXNetError(f"{op.name}: unknown argument(s) {sorted(keyword_inputs)} "
                          f"(inputs: {', '.join(names) or 'none'}; attributes: {', '.join(attr_names) or 'none'})")

@@ -643,10 +643,11 @@ class ccSGD(SGD):  # noqa: N801 (MXNet's name)
     """Deprecated alias of SGD (MXNet keeps it registered)."""
 
 
-def _nag_kernel(xp, w, g, mom, lr, wd, rescale, clip, momentum):
+def _nag_kernel(xp, w, g, mom, lr, wd, rescale, clip, momentum, out_is_weight=True):
     """MXNet 1.9.1's nag_mom_update as Optimizer.update runs it (out=weight, so the kernel's second read of the
     weight sees the updated value): `g' = clip(rescale*grad)`, `m' = momentum*m - lr*(g' + wd*w)`,
-    `w += momentum*m' - lr*(g' + wd*w)`, then `m = momentum*m - lr*(g' + wd*w_new)`."""
+    `w += momentum*m' - lr*(g' + wd*w)`, then `m = momentum*m - lr*(g' + wd*w_new)`. out_is_weight=False (the
+    op writing another array): the weight is not changed under the kernel, so `m = m'`."""
     lr, wd, mo = _f32(lr), _f32(wd), _f32(momentum)
     tmp = xp.multiply(g, _f32(rescale), dtype=w.dtype)
     if _clip_on(clip):
@@ -660,7 +661,7 @@ def _nag_kernel(xp, w, g, mom, lr, wd, rescale, clip, momentum):
     mom *= mo
     step = mom - lr * grad
     w += mo * step - lr * grad
-    if wd:
+    if wd and out_is_weight:
         mom -= lr * (tmp + wd * w)
     else:
         mom[...] = step

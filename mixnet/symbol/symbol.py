@@ -128,6 +128,45 @@ class Symbol:
                 entries.extend(node.inputs)
         return Symbol(entries) if entries else None
 
+    def __call__(self, *args, name=None, **kwargs):
+        """Composition: a copy of this graph with input variables replaced by Symbols, by name
+        (`net(fc3_data=other)`) or in list_inputs() order (positionally). name= renames the head node."""
+        inputs = self.list_inputs()
+        if len(args) > len(inputs):
+            raise MXNetError(f"Symbol composition: {len(args)} positional Symbols for the {len(inputs)} inputs "
+                             f"{inputs}")
+        replace = dict(zip(inputs, args))
+        for key, value in kwargs.items():
+            if key not in inputs:
+                raise MXNetError(f"Symbol composition: {key!r} is not an input of this symbol (inputs: {inputs})")
+            if key in replace:
+                raise MXNetError(f"Symbol composition: input {key!r} given twice")
+            replace[key] = value
+        for key, value in replace.items():
+            if not isinstance(value, Symbol) or len(value) != 1:
+                raise MXNetError(f"Symbol composition: input {key!r} must be a Symbol with one output, got "
+                                 f"{type(value).__name__}")
+        clones, substitutes = {}, {}      # op nodes -> their copies; replaced variables -> the new entry
+
+        def entry(node, index):
+            if node.op is None:
+                return substitutes.get(id(node), (node, index))
+            return clones[id(node)], index
+
+        for node in self._nodes():
+            if node.op is None:
+                if node.name in replace:
+                    substitutes[id(node)] = replace[node.name]._outputs[0]
+                continue
+            clone = Node(node.op, node.name, dict(node.attrs), dict(node.raw), (), node.location)
+            clone.json_outputs = node.json_outputs
+            clone.inputs = [entry(src, idx) for src, idx in node.inputs]
+            clones[id(node)] = clone
+        outputs = [entry(node, idx) for node, idx in self._outputs]
+        if name is not None and len(outputs) == 1 and outputs[0][0].op is not None:
+            outputs[0][0].name = name
+        return Symbol(outputs)
+
     def _gen_atomic_symbol(self):
         """The op of this Symbol's (single) node applied to fresh variables named after its inputs."""
         nodes = {id(n): n for n, _ in self._outputs}

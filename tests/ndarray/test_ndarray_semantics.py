@@ -243,3 +243,14 @@ def test_sparse_constructors():
     assert r.asnumpy().tolist() == [[0, 0], [1, 1], [0, 0]]
     with pytest.raises(mx.MXNetError, match="csr_matrix"):
         nd.sparse.csr_matrix(([1.0], [5], [0, 1]), shape=(1, 3))
+
+
+def test_ops_without_attributes_ignore_unknown_attributes_as_mxnet():
+    # MXNet 1.9.1: an op with no parameter struct ignores unknown keyword attributes; one with attributes refuses
+    a, b = mx.nd.array([1.0, -2.0]), mx.nd.array([0.0, 0.0])
+    np.testing.assert_array_equal(mx.nd.broadcast_maximum(a, b, axis=1).asnumpy(), [1, 0])
+    assert mx.sym.relu(mx.sym.var("x"), axis=0).list_arguments() == ["x"]
+    with pytest.raises(mx.MXNetError, match=r"sum: unknown argument\(s\) \['foo'\]"):
+        mx.nd.sum(a, foo=1)
+    with pytest.raises(mx.MXNetError, match="unknown argument"):
+        mx.nd.relu(a, other=b)          # an unknown array argument is still an error
