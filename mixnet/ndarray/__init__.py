@@ -97,6 +97,7 @@ logical_xor = _scalar_or_array("broadcast_logical_xor", "_logical_xor_scalar", "
                                lambda a, b: float(bool(a) != bool(b)))
 
 from . import random, linalg, contrib, sparse, _internal  # noqa: E402,F401
+from . import image  # noqa: E402,F401
 from .fluent import attach_fluent_methods as _attach  # noqa: E402
 
 _attach(globals())

@@ -14,6 +14,7 @@ _autograd.GET_SYMBOL = _symbol_of
 _build(globals())
 
 from . import contrib, linalg, random  # noqa: E402,F401  (after the op functions they use)
+from . import image  # noqa: E402,F401
 
 
 def zeros(shape, dtype=None, **kwargs):
