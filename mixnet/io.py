@@ -271,3 +271,7 @@ class NDArrayIter(DataIter):
         if self.last_batch_handle == "roll_over" and -self.batch_size < self.cursor < 0:
             return -self.cursor
         return 0
+
+
+from .io_native import CSVIter, MNISTIter  # noqa: E402,F401  (MXNet's file-reading iterators)
+from .io_image_record import ImageRecordIter  # noqa: E402,F401

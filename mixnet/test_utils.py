@@ -1152,3 +1152,6 @@ def verify_generator(generator, buckets, probs, nsamples=1000000, nrepeat=5, suc
                              f"obs_freq={[list(o) for _, o, _ in results]}, expected_freq={list(results[0][2])}"
                              f"\nbuckets={buckets}, probs={probs}")
     return pvalues
+
+
+from ._test_data import get_cifar10, get_mnist_ubyte  # noqa: E402,F401  (data set fetchers, local files first)

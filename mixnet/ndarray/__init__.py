@@ -104,6 +104,7 @@ from .cached_op import CachedOp  # noqa: E402,F401
 from ..optimizer.update_ops import (sgd_update, sgd_mom_update, nag_mom_update, mp_sgd_update,  # noqa: E402,F401
                                     mp_sgd_mom_update, mp_nag_mom_update, adam_update, ftrl_update, ftml_update,
                                     signsgd_update, signum_update, rmsprop_update, rmspropalex_update)
+from . import image  # noqa: E402,F401
 from .fluent import attach_fluent_methods as _attach  # noqa: E402
 
 _attach(globals())

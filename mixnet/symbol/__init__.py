@@ -15,6 +15,7 @@ _build(globals())
 
 from . import contrib, linalg, random  # noqa: E402,F401  (after the op functions they use)
 from . import sparse  # noqa: E402,F401
+from . import image  # noqa: E402,F401
 
 
 def zeros(shape, dtype=None, **kwargs):
