@@ -1,0 +1,73 @@
+"""Makes tests/data/ops/detection_reference.npz with real MXNet 1.9.1 (never run by the tests themselves):
+
+    ~/.venvs/mxref/bin/python tests/data/make_detection_reference.py
+
+For each case of CASES (an op of the detection / correlation / attention / quantization family, fixed float32
+inputs from a seeded generator, attributes): the inputs, the outputs and, for differentiable ops, the gradients
+of sum(output * head) for a seeded head gradient. Keys are "<case>/in<i>", "<case>/out<i>", "<case>/head<i>",
+"<case>/grad<i>"; "<case>/attrs" holds the attributes as JSON. tests/ops/test_mxnet_reference_detection.py
+replays every case with mixnet and compares.
+"""
+import json
+import os
+
+import numpy as np
+import mxnet as mx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _uniform(seed, shape, low=0.0, high=1.0):
+    return np.random.RandomState(seed).uniform(low, high, shape).astype("float32")
+
+
+ROIS = np.array([[0, 1.1, 1.1, 6.2, 6.2], [1, 0.3, 2.1, 7.9, 5.2], [0, 3.0, 3.0, 3.0, 3.0],
+                 [1, -1.0, 0.5, 4.5, 9.5]], dtype="float32")
+
+# (case name, op path under mx.nd, inputs, attrs, index of the inputs that get a gradient)
+CASES = [
+    ("selfatt_qk", "contrib.interleaved_matmul_selfatt_qk", [_uniform(1, (3, 2, 12))], {"heads": 2}, [0]),
+    ("selfatt_valatt", "contrib.interleaved_matmul_selfatt_valatt",
+     [_uniform(2, (3, 2, 12)), _uniform(3, (4, 3, 3))], {"heads": 2}, [0, 1]),
+    ("encdec_qk", "contrib.interleaved_matmul_encdec_qk", [_uniform(4, (3, 2, 6)), _uniform(5, (2, 2, 12))],
+     {"heads": 3}, [0, 1]),
+    ("encdec_valatt", "contrib.interleaved_matmul_encdec_valatt",
+     [_uniform(6, (2, 2, 12)), _uniform(7, (6, 3, 2))], {"heads": 3}, [0, 1]),
+    ("corr_mul", "Correlation", [_uniform(8, (2, 3, 7, 6)), _uniform(9, (2, 3, 7, 6))],
+     {"kernel_size": 3, "max_displacement": 2, "stride1": 2, "stride2": 1, "pad_size": 2}, [0, 1]),
+    ("corr_abs", "Correlation", [_uniform(10, (1, 2, 6, 6)), _uniform(11, (1, 2, 6, 6))],
+     {"kernel_size": 1, "max_displacement": 2, "stride2": 2, "pad_size": 1, "is_multiply": False}, [0, 1]),
+]
+
+
+def _op(path):
+    fn = mx.nd
+    for part in path.split("."):
+        fn = getattr(fn, part)
+    return fn
+
+
+def main():
+    out = {}
+    for k, (name, path, inputs, attrs, wrt) in enumerate(CASES):
+        arrays = [mx.nd.array(x) for x in inputs]
+        for i in wrt:
+            arrays[i].attach_grad()
+        with mx.autograd.record():
+            result = _op(path)(*arrays, **attrs)
+        results = result if isinstance(result, (list, tuple)) else [result]
+        heads = [mx.nd.array(_uniform(100 + k, r.shape, -1, 1)) for r in results]
+        if wrt:
+            mx.autograd.backward(results, heads)
+        out[f"{name}/attrs"] = np.array(json.dumps({"op": path, "attrs": attrs, "wrt": wrt}))
+        for i, x in enumerate(inputs):
+            out[f"{name}/in{i}"] = x
+        for i, (r, h) in enumerate(zip(results, heads)):
+            out[f"{name}/out{i}"], out[f"{name}/head{i}"] = r.asnumpy(), h.asnumpy()
+        for i in wrt:
+            out[f"{name}/grad{i}"] = arrays[i].grad.asnumpy()
+    np.savez_compressed(os.path.join(HERE, "ops", "detection_reference.npz"), **out)
+
+
+if __name__ == "__main__":
+    main()
