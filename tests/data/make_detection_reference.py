@@ -37,6 +37,16 @@ CASES = [
      {"kernel_size": 3, "max_displacement": 2, "stride1": 2, "stride2": 1, "pad_size": 2}, [0, 1]),
     ("corr_abs", "Correlation", [_uniform(10, (1, 2, 6, 6)), _uniform(11, (1, 2, 6, 6))],
      {"kernel_size": 1, "max_displacement": 2, "stride2": 2, "pad_size": 1, "is_multiply": False}, [0, 1]),
+    ("roipool", "ROIPooling", [_uniform(12, (2, 3, 8, 9)), ROIS], {"pooled_size": (3, 2), "spatial_scale": 1.0},
+     [0]),
+    ("roipool_scaled", "ROIPooling", [_uniform(13, (2, 2, 8, 9)), ROIS * 1.5],
+     {"pooled_size": (2, 3), "spatial_scale": 0.7}, [0]),
+    ("roialign", "contrib.ROIAlign", [_uniform(14, (2, 3, 8, 9)), ROIS],
+     {"pooled_size": (3, 2), "spatial_scale": 1.0}, [0]),
+    ("roialign_sampled", "contrib.ROIAlign", [_uniform(15, (2, 2, 8, 9)), ROIS * 1.5],
+     {"pooled_size": (2, 2), "spatial_scale": 0.7, "sample_ratio": 2}, [0]),
+    ("roialign_ps_aligned", "contrib.ROIAlign", [_uniform(16, (2, 8, 8, 9)), ROIS[:2]],
+     {"pooled_size": (2, 2), "spatial_scale": 1.0, "position_sensitive": True, "aligned": True}, [0]),
 ]
 
 
