@@ -47,6 +47,14 @@ CASES = [
      {"pooled_size": (2, 2), "spatial_scale": 0.7, "sample_ratio": 2}, [0]),
     ("roialign_ps_aligned", "contrib.ROIAlign", [_uniform(16, (2, 8, 8, 9)), ROIS[:2]],
      {"pooled_size": (2, 2), "spatial_scale": 1.0, "position_sensitive": True, "aligned": True}, [0]),
+    ("quantize_uint8", "contrib.quantize", [_uniform(17, (3, 4), 0.1, 0.9), np.float32([0.05]),
+                                            np.float32([0.95])], {"out_type": "uint8"}, []),
+    ("quantize_int8", "contrib.quantize", [_uniform(18, (3, 4), -1, 1), np.float32([-1.5]), np.float32([0.7])],
+     {"out_type": "int8"}, []),
+    ("dequantize_uint8", "contrib.dequantize", [np.arange(0, 256, 17, dtype=np.uint8), np.float32([-0.5]),
+                                                np.float32([2.0])], {}, []),
+    ("dequantize_int8", "contrib.dequantize", [np.arange(-127, 128, 17, dtype=np.int8), np.float32([-0.5]),
+                                               np.float32([2.0])], {}, []),
 ]
 
 
@@ -60,7 +68,7 @@ def _op(path):
 def main():
     out = {}
     for k, (name, path, inputs, attrs, wrt) in enumerate(CASES):
-        arrays = [mx.nd.array(x) for x in inputs]
+        arrays = [mx.nd.array(x, dtype=x.dtype) for x in inputs]
         for i in wrt:
             arrays[i].attach_grad()
         with mx.autograd.record():

@@ -31,7 +31,7 @@ def _case(name):
 
 
 def _run(fn, meta, inputs, heads):
-    arrays = [mx.nd.array(x) for x in inputs]
+    arrays = [mx.nd.array(x, dtype=x.dtype) for x in inputs]
     for i in meta["wrt"]:
         arrays[i].attach_grad()
     with mx.autograd.record():
