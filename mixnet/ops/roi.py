@@ -1,10 +1,11 @@
-"""Region-of-interest pooling (MXNet's ROIPooling, contrib.ROIAlign): fixed-size (pooled_h, pooled_w) features
+"""Region-of-interest pooling (MXNet's ROIPooling, contrib.ROIAlign, contrib.PSROIPooling): fixed-size (pooled_h, pooled_w) features
 of each box `rois[r] = [batch_index, x1, y1, x2, y2]` (image coordinates, times spatial_scale) of NCHW data.
 
 Both are a *plan* applied to the data: every output element is a weighted sum of a few data elements,
 out[r, c, ph, pw] = sum_s weight[r, ., ph, pw, s] * data.flat[index[r, c, ph, pw, s]]. ROIPooling's plan holds
 each bin's argmax (weight 1; 0 for an empty bin or a batch index outside the data, whose output is 0), ROIAlign's
-the four bilinear neighbours of each sampling point (weights / sample count). The kernel gathers; the gradient
+the four bilinear neighbours of each sampling point (weights / sample count), PSROIPooling's the cells of each
+bin (weights 1 / bin area). The kernel gathers; the gradient
 scatter-adds the head gradient along the same plan (`_backward_take`), to data only: the boxes get zeros, as in
 MXNet (they are not declared non-differentiable, so graph inference gives them the data's dtype). Plans are computed on the host from the boxes (and, for ROIPooling, the data), in the data's dtype with
 MXNet's operation order, so bin edges round as MXNet's do.
@@ -146,9 +147,56 @@ def _roi_align_plan(data, rois, pooled_size, spatial_scale, sample_ratio, positi
         pos = np.moveaxis(pos, 0, -1).reshape(ph_n, pw_n, -1)
         weight = np.moveaxis(weight, 0, -1).reshape(ph_n, pw_n, -1) / dt(max(grid_h * grid_w, 1))
         plans.append((_flat_index(max(b, 0), channels_in, height * width, pos, channel_in[..., None]), weight))
+    return _stack_plans(plans, channels, pooled_size, data.dtype)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# PSROIPooling (R-FCN): the mean of each bin, read from the bin's own channel group
+def _group_size(a):
+    return a["group_size"] or a["pooled_size"]
+
+
+def _psroi_pool_plan(data, rois, spatial_scale, output_dim, pooled_size, group_size):
+    n, channels_in, height, width = data.shape
+    size, group = pooled_size, group_size or pooled_size
+    dt = data.dtype.type
+    scale = dt(spatial_scale)
+    # the channel group of bin (ph, pw), as MXNet's floor(p * group / pooled) clamped to the group
+    g = np.clip(np.floor(np.arange(size, dtype=data.dtype) * dt(group) / dt(size)).astype(np.int64), 0, group - 1)
+    channel_in = (np.arange(output_dim)[:, None, None] * group + g[:, None]) * group + g
+    plans = []
+    for r, roi in enumerate(rois):
+        b = _batch_index(roi[0], n, r)
+        corners = _round_half_away(roi[1:]).astype(data.dtype)
+        start_w, start_h = corners[0] * scale, corners[1] * scale
+        end_w, end_h = (corners[2] + dt(1)) * scale, (corners[3] + dt(1)) * scale
+        bin_h = max(end_h - start_h, dt(0.1)) / dt(size)
+        bin_w = max(end_w - start_w, dt(0.1)) / dt(size)
+        bins = {}
+        for ph in range(size):
+            hs = min(max(int(math.floor(dt(ph) * bin_h + start_h)), 0), height)
+            he = min(max(int(math.ceil(dt(ph + 1) * bin_h + start_h)), 0), height)
+            for pw in range(size):
+                ws = min(max(int(math.floor(dt(pw) * bin_w + start_w)), 0), width)
+                we = min(max(int(math.ceil(dt(pw + 1) * bin_w + start_w)), 0), width)
+                bins[ph, pw] = (np.arange(hs, he)[:, None] * width + np.arange(ws, we)).reshape(-1)
+        samples = max(len(v) for v in bins.values())
+        pos = np.zeros((size, size, samples), np.int64)
+        weight = np.zeros((size, size, samples), data.dtype)
+        for (ph, pw), cells in bins.items():
+            pos[ph, pw, :len(cells)] = cells
+            weight[ph, pw, :len(cells)] = dt(1) / dt(max(len(cells), 1))      # an empty bin stays 0
+        plans.append((_flat_index(max(b, 0), channels_in, height * width, pos, channel_in[..., None]),
+                      weight if b >= 0 else np.zeros_like(weight)))
+    return _stack_plans(plans, output_dim, (size, size), data.dtype)
+
+
+def _stack_plans(plans, channels, pooled, dtype):
+    """One (index, weight) plan for all boxes from each box's (index (C, ph, pw, S_r), weight (ph, pw, S_r)),
+    padded to the largest S_r with weight 0."""
     samples = max([w.shape[-1] for _, w in plans], default=0)
-    index = np.zeros((len(rois), channels, ph_n, pw_n, samples), np.int64)
-    weight = np.zeros((len(rois), 1, ph_n, pw_n, samples), data.dtype)
+    index = np.zeros((len(plans), channels) + tuple(pooled) + (samples,), np.int64)
+    weight = np.zeros((len(plans), 1) + tuple(pooled) + (samples,), dtype)
     for r, (i, w) in enumerate(plans):
         index[r, ..., :i.shape[-1]] = i
         weight[r, 0, ..., :w.shape[-1]] = w
@@ -189,6 +237,17 @@ def _roi_pool_shape(shapes, a):
 
 def _roi_align_shape(shapes, a):
     return _check(shapes, a["pooled_size"], a["spatial_scale"], a["position_sensitive"])
+
+
+def _psroi_pool_shape(shapes, a):
+    _check(shapes, (a["pooled_size"],) * 2, a["spatial_scale"])
+    group = _group_size(a)
+    if a["output_dim"] < 1 or group < 1:
+        raise ValueError(f"output_dim and group_size must be positive, got {a['output_dim']} and {group}")
+    if shapes[0][1] != a["output_dim"] * group * group:
+        raise ValueError(f"data has {shapes[0][1]} channels, but output_dim * group_size^2 = "
+                         f"{a['output_dim'] * group * group}")
+    return (shapes[1][0], a["output_dim"], a["pooled_size"], a["pooled_size"])
 
 
 def _infer(out_shape):
@@ -254,6 +313,25 @@ def _ref_roi_align(data, rois, pooled_size, spatial_scale, sample_ratio, positio
     return out
 
 
+def _ref_psroi_pool(data, rois, spatial_scale, output_dim, pooled_size, group_size):
+    size, group = pooled_size, group_size or pooled_size
+    out = np.zeros((len(rois), output_dim, size, size))
+    for r, roi in enumerate(rois):
+        b = int(roi[0])
+        x1, y1, x2, y2 = _round_half_away(roi[1:])
+        sw, sh, ew, eh = x1 * spatial_scale, y1 * spatial_scale, (x2 + 1) * spatial_scale, (y2 + 1) * spatial_scale
+        bh, bw = max(eh - sh, 0.1) / size, max(ew - sw, 0.1) / size
+        for c, ph, pw in np.ndindex(*out.shape[1:]):
+            hs, he = (min(max(int(f(p * bh + sh)), 0), data.shape[2]) for f, p in ((math.floor, ph),
+                                                                                  (math.ceil, ph + 1)))
+            ws, we = (min(max(int(f(p * bw + sw)), 0), data.shape[3]) for f, p in ((math.floor, pw),
+                                                                                  (math.ceil, pw + 1)))
+            gh, gw = min(ph * group // size, group - 1), min(pw * group // size, group - 1)
+            if b >= 0 and he > hs and we > ws:
+                out[r, c, ph, pw] = data[b, (c * group + gh) * group + gw, hs:he, ws:we].mean()
+    return out
+
+
 _POOL_ATTRS = {"pooled_size": Attr(parse_shape, REQUIRED), "spatial_scale": Attr(parse_float, REQUIRED)}
 # boxes drawn as integers in [0, 3): a valid batch index for 3 images, corners inside a 5 x 6 map
 _ROI_INPUTS = {1: (0, 3)}
@@ -283,3 +361,15 @@ register(OpDef(
     doc="ROIAlign (Mask R-CNN): the mean of bilinear samples on a regular grid in each of the pooled_size bins "
         "of each box; position_sensitive reads bin (i, j) from its own channel group (R-FCN), aligned shifts "
         "the boxes by half a pixel."))
+
+register(OpDef(
+    name="_contrib_PSROIPooling", kernel=_plan_kernel(_psroi_pool_plan, _psroi_pool_shape), inputs=("data", "rois"),
+    attrs={"spatial_scale": Attr(parse_float, REQUIRED), "output_dim": Attr(parse_int, REQUIRED),
+           "pooled_size": Attr(parse_int, REQUIRED), "group_size": Attr(parse_int, 0)},
+    infer=_infer(_psroi_pool_shape), grad=_plan_grad(_psroi_pool_plan),
+    test=OpTest(ref=_ref_psroi_pool, int_inputs=_ROI_INPUTS, cases=(
+        (((3, 8, 5, 6), (3, 5)), {"spatial_scale": 1.0, "output_dim": 2, "pooled_size": 2}),
+        (((3, 4, 5, 6), (2, 5)), {"spatial_scale": 0.5, "output_dim": 1, "pooled_size": 3, "group_size": 2}),
+    )),
+    doc="Position-sensitive ROI pooling (R-FCN): the mean of bin (i, j) of each box, read from channel group "
+        "(i, j) of output_dim * group_size^2 channels; output (num_rois, output_dim, pooled_size, pooled_size)."))
