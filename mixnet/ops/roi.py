@@ -23,13 +23,16 @@ def _host(xp, a):
     return a if xp is np else xp.asnumpy(a)
 
 
-def _check(shapes, pooled_size, spatial_scale, position_sensitive=False):
+_BOX = {5: "[batch_index, x1, y1, x2, y2]", 6: "[batch_index, center_x, center_y, width, height, degrees]"}
+
+
+def _check(shapes, pooled_size, spatial_scale, position_sensitive=False, box=5):
     """The output shape (R, C_out, ph, pw), after MXNet's checks."""
     data, rois = tuple(shapes[0]), tuple(shapes[1])
     if len(data) != 4:
         raise ValueError(f"data must be 4-d (NCHW), got shape {data}")
-    if len(rois) != 2 or rois[1] != 5:
-        raise ValueError(f"rois must have shape (num_rois, 5) of [batch_index, x1, y1, x2, y2], got {rois}")
+    if len(rois) != 2 or rois[1] != box:
+        raise ValueError(f"rois must have shape (num_rois, {box}) of {_BOX[box]}, got {rois}")
     if len(pooled_size) != 2 or min(pooled_size) < 1:
         raise ValueError(f"pooled_size must be two positive integers (h, w), got {tuple(pooled_size)}")
     if not 0.0 <= spatial_scale <= 1.0:
@@ -150,6 +153,37 @@ def _roi_align_plan(data, rois, pooled_size, spatial_scale, sample_ratio, positi
     return _stack_plans(plans, channels, pooled_size, data.dtype)
 
 
+def _rroi_align_plan(data, rois, pooled_size, spatial_scale, sampling_ratio):
+    """RROIAlign: ROIAlign's sampling grid centred on the box and rotated by its angle (counter-clockwise in
+    image coordinates, degrees), without aligned or position-sensitive variants."""
+    n, channels, height, width = data.shape
+    ph_n, pw_n = pooled_size
+    dt = data.dtype.type
+    channel_in = np.broadcast_to(np.arange(channels)[:, None, None, None], (channels, ph_n, pw_n, 1))
+    plans = []
+    for r, roi in enumerate(rois):
+        b = _batch_index(roi[0], n, r)
+        center_w, center_h, roi_w, roi_h = roi[1:5] * dt(spatial_scale)
+        theta = dt(float(roi[5]) * math.pi / 180.0)
+        roi_w, roi_h = max(roi_w, dt(1)), max(roi_h, dt(1))
+        bin_h, bin_w = roi_h / dt(ph_n), roi_w / dt(pw_n)
+        grid_h = sampling_ratio if sampling_ratio > 0 else int(math.ceil(roi_h / dt(ph_n)))
+        grid_w = sampling_ratio if sampling_ratio > 0 else int(math.ceil(roi_w / dt(pw_n)))
+        yy = -roi_h / dt(2) + np.arange(ph_n, dtype=data.dtype)[:, None] * bin_h \
+            + (np.arange(grid_h, dtype=data.dtype) + dt(0.5)) * bin_h / dt(grid_h)
+        xx = -roi_w / dt(2) + np.arange(pw_n, dtype=data.dtype)[:, None] * bin_w \
+            + (np.arange(grid_w, dtype=data.dtype) + dt(0.5)) * bin_w / dt(grid_w)
+        yy, xx = yy[:, None, :, None], xx[None, :, None, :]
+        cos, sin = np.cos(theta), np.sin(theta)
+        x = np.broadcast_to(xx * cos + yy * sin + center_w, (ph_n, pw_n, grid_h, grid_w))
+        y = np.broadcast_to(yy * cos - xx * sin + center_h, (ph_n, pw_n, grid_h, grid_w))
+        pos, weight = _bilinear(y.astype(data.dtype), x.astype(data.dtype), height, width)
+        pos = np.moveaxis(pos, 0, -1).reshape(ph_n, pw_n, -1)
+        weight = np.moveaxis(weight, 0, -1).reshape(ph_n, pw_n, -1) / dt(grid_h * grid_w)
+        plans.append((_flat_index(b, channels, height * width, pos, channel_in), weight))
+    return _stack_plans(plans, channels, pooled_size, data.dtype)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # PSROIPooling (R-FCN): the mean of each bin, read from the bin's own channel group
 def _group_size(a):
@@ -239,6 +273,10 @@ def _roi_align_shape(shapes, a):
     return _check(shapes, a["pooled_size"], a["spatial_scale"], a["position_sensitive"])
 
 
+def _rroi_align_shape(shapes, a):
+    return _check(shapes, a["pooled_size"], a["spatial_scale"], box=6)
+
+
 def _psroi_pool_shape(shapes, a):
     _check(shapes, (a["pooled_size"],) * 2, a["spatial_scale"])
     group = _group_size(a)
@@ -280,21 +318,23 @@ def _ref_roi_pool(data, rois, pooled_size, spatial_scale):
     return out
 
 
+def _ref_sample(img, y, x):
+    """Bilinear interpolation of one point, MXNet's way (clamped to the map, 0 beyond one pixel outside)."""
+    height, width = img.shape
+    if y < -1 or y > height or x < -1 or x > width:
+        return 0.0
+    y, x = max(y, 0.0), max(x, 0.0)
+    y0, x0 = min(int(y), height - 1), min(int(x), width - 1)
+    y1, x1 = min(y0 + 1, height - 1), min(x0 + 1, width - 1)
+    ly, lx = (y - y0 if y0 < height - 1 else 0.0), (x - x0 if x0 < width - 1 else 0.0)
+    return ((1 - ly) * (1 - lx) * img[y0, x0] + (1 - ly) * lx * img[y0, x1] + ly * (1 - lx) * img[y1, x0]
+            + ly * lx * img[y1, x1])
+
+
 def _ref_roi_align(data, rois, pooled_size, spatial_scale, sample_ratio, position_sensitive, aligned):
-    n, c_in, height, width = data.shape
     ph_n, pw_n = pooled_size
+    c_in = data.shape[1]
     out = np.zeros((len(rois), c_in // (ph_n * pw_n) if position_sensitive else c_in, ph_n, pw_n))
-
-    def sample(img, y, x):
-        if y < -1 or y > height or x < -1 or x > width:
-            return 0.0
-        y, x = max(y, 0.0), max(x, 0.0)
-        y0, x0 = min(int(y), height - 1), min(int(x), width - 1)
-        y1, x1 = min(y0 + 1, height - 1), min(x0 + 1, width - 1)
-        ly, lx = (y - y0 if y0 < height - 1 else 0.0), (x - x0 if x0 < width - 1 else 0.0)
-        return ((1 - ly) * (1 - lx) * img[y0, x0] + (1 - ly) * lx * img[y0, x1] + ly * (1 - lx) * img[y1, x0]
-                + ly * lx * img[y1, x1])
-
     for r, roi in enumerate(rois):
         b = int(roi[0])
         if b < 0:
@@ -306,7 +346,7 @@ def _ref_roi_align(data, rois, pooled_size, spatial_scale, sample_ratio, positio
         gw = sample_ratio if sample_ratio > 0 else math.ceil(rw / pw_n)
         for c, ph, pw in np.ndindex(*out.shape[1:]):
             ch = (c * ph_n + ph) * pw_n + pw if position_sensitive else c
-            total = sum(sample(data[b, ch], sh + ph * rh / ph_n + (iy + 0.5) * rh / ph_n / gh,
+            total = sum(_ref_sample(data[b, ch], sh + ph * rh / ph_n + (iy + 0.5) * rh / ph_n / gh,
                                sw + pw * rw / pw_n + (ix + 0.5) * rw / pw_n / gw)
                         for iy in range(gh) for ix in range(gw))
             out[r, c, ph, pw] = total / (gh * gw)
@@ -329,6 +369,25 @@ def _ref_psroi_pool(data, rois, spatial_scale, output_dim, pooled_size, group_si
             gh, gw = min(ph * group // size, group - 1), min(pw * group // size, group - 1)
             if b >= 0 and he > hs and we > ws:
                 out[r, c, ph, pw] = data[b, (c * group + gh) * group + gw, hs:he, ws:we].mean()
+    return out
+
+
+def _ref_rroi_align(data, rois, pooled_size, spatial_scale, sampling_ratio):
+    ph_n, pw_n = pooled_size
+    out = np.zeros((len(rois), data.shape[1], ph_n, pw_n))
+    for r, roi in enumerate(rois):
+        cx, cy, w, h = roi[1:5] * spatial_scale
+        theta = roi[5] * math.pi / 180.0
+        w, h = max(w, 1.0), max(h, 1.0)
+        gh = sampling_ratio if sampling_ratio > 0 else math.ceil(h / ph_n)
+        gw = sampling_ratio if sampling_ratio > 0 else math.ceil(w / pw_n)
+        for ph, pw, iy, ix in np.ndindex(ph_n, pw_n, gh, gw):
+            yy = -h / 2 + ph * h / ph_n + (iy + 0.5) * h / ph_n / gh
+            xx = -w / 2 + pw * w / pw_n + (ix + 0.5) * w / pw_n / gw
+            x = xx * math.cos(theta) + yy * math.sin(theta) + cx
+            y = yy * math.cos(theta) - xx * math.sin(theta) + cy
+            for c in range(data.shape[1]):
+                out[r, c, ph, pw] += _ref_sample(data[int(roi[0]), c], y, x) / (gh * gw)
     return out
 
 
@@ -373,3 +432,15 @@ register(OpDef(
     )),
     doc="Position-sensitive ROI pooling (R-FCN): the mean of bin (i, j) of each box, read from channel group "
         "(i, j) of output_dim * group_size^2 channels; output (num_rois, output_dim, pooled_size, pooled_size)."))
+
+register(OpDef(
+    name="_contrib_RROIAlign", kernel=_plan_kernel(_rroi_align_plan, _rroi_align_shape), inputs=("data", "rois"),
+    attrs=dict(_POOL_ATTRS, sampling_ratio=Attr(parse_int, -1)), infer=_infer(_rroi_align_shape),
+    grad=_plan_grad(_rroi_align_plan),
+    test=OpTest(ref=_ref_rroi_align, int_inputs={1: (0, 3)}, cases=(
+        (((3, 2, 5, 6), (2, 6)), {"pooled_size": (2, 2), "spatial_scale": 1.0}),
+        (((3, 1, 5, 6), (2, 6)), {"pooled_size": (1, 2), "spatial_scale": 1.0, "sampling_ratio": 2}),
+    )),
+    doc="Rotated ROIAlign: boxes [batch_index, center_x, center_y, width, height, degrees]; the bilinear "
+        "sampling grid of each bin is rotated about the box centre. (MXNet has no backward for it; mixnet's "
+        "gradient scatters along the same samples.)"))

@@ -23,6 +23,8 @@ def _uniform(seed, shape, low=0.0, high=1.0):
 
 ROIS = np.array([[0, 1.1, 1.1, 6.2, 6.2], [1, 0.3, 2.1, 7.9, 5.2], [0, 3.0, 3.0, 3.0, 3.0],
                  [1, -1.0, 0.5, 4.5, 9.5]], dtype="float32")
+RROIS = np.array([[0, 4.0, 3.5, 5.0, 3.0, 30.0], [1, 2.5, 6.0, 4.0, 7.5, 135.0], [0, 8.0, 1.0, 2.0, 0.5, -60.0]],
+                 dtype="float32")
 
 # (case name, op path under mx.nd, inputs, attrs, index of the inputs that get a gradient)
 CASES = [
@@ -51,6 +53,10 @@ CASES = [
      {"spatial_scale": 1.0, "output_dim": 2, "pooled_size": 3}, [0]),
     ("psroipool_grouped", "contrib.PSROIPooling", [_uniform(20, (2, 8, 8, 9)), ROIS * 1.5],
      {"spatial_scale": 0.7, "output_dim": 2, "pooled_size": 3, "group_size": 2}, [0]),
+    ("rroialign", "contrib.RROIAlign", [_uniform(21, (2, 3, 8, 9)), RROIS], {"pooled_size": (2, 3),
+                                                                             "spatial_scale": 1.0}, []),
+    ("rroialign_sampled", "contrib.RROIAlign", [_uniform(22, (2, 2, 8, 9)), (RROIS * [1, 2, 2, 2, 2, 1]).astype("float32")],
+     {"pooled_size": (2, 2), "spatial_scale": 0.5, "sampling_ratio": 2}, []),
     ("quantize_uint8", "contrib.quantize", [_uniform(17, (3, 4), 0.1, 0.9), np.float32([0.05]),
                                             np.float32([0.95])], {"out_type": "uint8"}, []),
     ("quantize_int8", "contrib.quantize", [_uniform(18, (3, 4), -1, 1), np.float32([-1.5]), np.float32([0.7])],
