@@ -25,6 +25,8 @@ ROIS = np.array([[0, 1.1, 1.1, 6.2, 6.2], [1, 0.3, 2.1, 7.9, 5.2], [0, 3.0, 3.0,
                  [1, -1.0, 0.5, 4.5, 9.5]], dtype="float32")
 RROIS = np.array([[0, 4.0, 3.5, 5.0, 3.0, 30.0], [1, 2.5, 6.0, 4.0, 7.5, 135.0], [0, 8.0, 1.0, 2.0, 0.5, -60.0]],
                  dtype="float32")
+_PROPOSAL = {"feature_stride": 4, "scales": (2.0, 4.0), "ratios": (0.5, 2.0), "rpn_pre_nms_top_n": 30,
+             "rpn_post_nms_top_n": 12, "threshold": 0.6, "rpn_min_size": 4}
 
 # (case name, op path under mx.nd, inputs, attrs, index of the inputs that get a gradient)
 CASES = [
@@ -64,6 +66,12 @@ CASES = [
     ("deformable_conv_strided", "contrib.DeformableConvolution",
      [_uniform(27, (1, 2, 6, 7)), _uniform(28, (1, 8, 2, 3), -2, 2), _uniform(29, (3, 2, 2, 2), -1, 1)],
      {"kernel": (2, 2), "num_filter": 3, "stride": (2, 2), "dilate": (2, 2), "no_bias": True}, [0, 1, 2]),
+    ("multi_proposal", "contrib.MultiProposal",
+     [_uniform(30, (2, 8, 5, 6)), _uniform(31, (2, 16, 5, 6), -0.3, 0.3), np.float32([[20, 24, 1.0], [15, 18, 0.8]])],
+     dict(_PROPOSAL, output_score=True), []),
+    ("proposal_iou", "contrib.Proposal",
+     [_uniform(32, (1, 8, 5, 6)), _uniform(33, (1, 16, 5, 6), -2, 2), np.float32([[17, 22, 1.5]])],
+     dict(_PROPOSAL, iou_loss=True, rpn_pre_nms_top_n=-1), []),
     ("quantize_uint8", "contrib.quantize", [_uniform(17, (3, 4), 0.1, 0.9), np.float32([0.05]),
                                             np.float32([0.95])], {"out_type": "uint8"}, []),
     ("quantize_int8", "contrib.quantize", [_uniform(18, (3, 4), -1, 1), np.float32([-1.5]), np.float32([0.7])],
