@@ -45,3 +45,15 @@ def test_quantize_saturates_and_has_zero_gradient():
 def test_quantization_errors(call, message):
     with pytest.raises(MXNetError, match=message):
         call()
+
+
+def test_quantize_v2_ranges_and_out_types():
+    x = mx.nd.array([[-0.5, 0.25], [1.0, 0.0]])
+    q, lo, hi = mx.nd.contrib.quantize_v2(x)                  # int8 over the data's own range
+    assert q.dtype == np.int8 and (lo.asscalar(), hi.asscalar()) == (-1.0, 1.0)
+    assert q.asnumpy().tolist() == [[-64, 32], [127, 0]]      # 127.5 / 1.0 scale, saturated at 127
+    u = mx.nd.contrib.quantize_v2(x, out_type="auto", min_calib_range=0.0, max_calib_range=2.0)[0]
+    assert u.dtype == np.uint8 and u.asnumpy().tolist() == [[0, 32], [128, 0]]
+    codes = mx.nd.array([1, 2], dtype="int8")
+    passed, plo, phi = mx.nd.contrib.quantize_v2(codes)        # already quantized: passed through
+    assert passed.dtype == np.int8 and passed.asnumpy().tolist() == [1, 2] and phi.asscalar() == 127.5
