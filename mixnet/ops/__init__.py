@@ -12,5 +12,6 @@ from . import registry, dispatch, attrs  # noqa: F401
 from . import elemwise, basic, reduce, shape, indexing, sort, creation, random, linalg, nn, ctc, rnn, control_flow  # noqa: F401
 from . import contrib, spatial, svm  # noqa: F401
 from . import image  # noqa: F401
+from . import attention, correlation, roi, quantization, deformable, proposal  # noqa: F401
 
 __all__ = ["registry", "dispatch", "attrs"]

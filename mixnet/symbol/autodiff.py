@@ -119,7 +119,8 @@ def _run_rule_eagerly(xp, *arrays, fwd_op, fwd_attrs, is_train, n_in, n_out, wan
         grads = fwd_op.grad(rule_ctx, *out_grads)
     finally:
         MODE.reset(token)
-    return tuple(xp.zeros_like(x._data) if g is None else g._data for x, g in zip(inputs, grads))
+    grads = tuple(xp.zeros_like(x._data) if g is None else g._data for x, g in zip(inputs, grads))
+    return grads if n_in > 1 else grads[0]      # a one-output kernel returns its array, not a 1-tuple
 
 
 def _infer_rule(shapes, dtypes, n_in, **attrs):

@@ -387,7 +387,25 @@ def _infer_node(node, state):
     elif node.op.kind == "broadcast" and len(ins) == 2 and ins[0] is not None and ins[1] is not None \
             and len(ins[0]) == len(ins[1]):
         changed = _broadcast_partial(node, ins, state) or changed
+    elif node.op.name in _SYMBOL_ARITHMETIC and (ins[0] is None) != (ins[1] is None):
+        changed = _operand_like_other(node, ins, state) or changed
     return changed
+
+
+# The ops Symbol `+ - * /` make (mixnet's broadcast where MXNet's are the elementwise _Plus, _Minus, _Mul, _Div)
+_SYMBOL_ARITHMETIC = frozenset({"broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_div"})
+
+
+def _operand_like_other(node, ins, state):
+    """A variable operand of unknown shape takes the other operand's shape, as MXNet's elementwise `_Plus` (what
+    Symbol `+` is there) infers either input from the other: `scores + mask_variable` binds with the mask's shape
+    unstated. Only a wholly unknown variable is filled, never a known shape (mixnet's `+` broadcasts)."""
+    slot = 0 if ins[0] is None else 1
+    src, idx = node.inputs[slot]
+    if src.op is not None:
+        return False
+    state[0][(id(src), idx)] = tuple(ins[1 - slot])
+    return True
 
 
 def _broadcast_partial(node, ins, state):

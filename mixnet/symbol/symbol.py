@@ -455,7 +455,9 @@ class Symbol:
     def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
                     shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
         from .executor import simple_bind
-        return simple_bind(self, ctx, grad_req, type_dict, kwargs)
+        # MXNet reads only the shape-valued keywords; others (MXNet's tests pass force_rebind=True) are ignored
+        shapes = {k: v for k, v in kwargs.items() if isinstance(v, (tuple, list))}
+        return simple_bind(self, ctx, grad_req, type_dict, shapes)
 
     # fluent helpers most used in graph code
     def reshape(self, *shape, **kwargs):

@@ -136,8 +136,9 @@ def test_infer_shape_and_partial():
     bn = sym.BatchNorm(sym.Convolution(a, kernel=(3, 3), num_filter=4, name="conv"), name="bn")
     args, outs, aux = bn.infer_shape(a=(2, 3, 8, 8))
     assert args[1] == (4, 3, 3, 3) and outs == [(2, 4, 6, 6)] and aux == [(4,), (4,)]
+    # MXNet's `+` is elementwise: the unknown operand b takes a's shape
     part = sym.Group([fc, a + sym.var("b")]).infer_shape_partial(a=(2, 5))
-    assert part[1] == [(2, 3), ()]
+    assert part[0][3] == (2, 5) and part[1] == [(2, 3), (2, 5)]
     with pytest.raises(MXNetError, match="_plus"):
         (a + sym.var("b")).infer_shape(a=(2, 3), b=(4,))
     assert fc.infer_type(a="float16")[1] == [np.float16]
