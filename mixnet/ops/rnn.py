@@ -35,6 +35,9 @@ import numpy as np
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_float, parse_int
 from .common import call, check_same_dtypes, concat_shape
 from .registry import OpDef, OpTest, register
+from . import _rnn_fast
+from .. import _mode
+from .nn_norm import _final_gradient, _replayed
 
 __all__ = ["param_size"]
 
@@ -399,6 +402,23 @@ def _split_inputs(arrays, a):
     return data, params, state, cell, lens
 
 
+def _check_lens(xp, lens, t):
+    if lens is None:
+        return None
+    if lens.dtype.kind == "f" and bool(xp.isnan(lens).any()):
+        raise ValueError("sequence_length contains NaN")
+    lens = lens.astype(np.int64)
+    if bool((lens < 0).any()) or bool((lens > t).any()):
+        raise ValueError(f"sequence_length values must be in [0, {t}] (the sequence length), got "
+                         f"{lens.tolist()}")
+    return lens
+
+
+def _fast_layout(a, input_size):
+    dirs = 2 if a["bidirectional"] else 1
+    return _layout(a["mode"], a["num_layers"], input_size, a["state_size"], dirs, a["projection_size"])
+
+
 def _k_rnn(xp, *arrays, is_train, rng, **a):
     _check([x.shape for x in arrays], a)
     data, params, state, cell, lens = _split_inputs(arrays, a)
@@ -407,13 +427,7 @@ def _k_rnn(xp, *arrays, is_train, rng, **a):
         if x is not None and x.dtype != dtype:
             raise ValueError(f"{name} dtype {x.dtype} does not match data dtype {dtype}")
     t, n, _ = data.shape
-    if lens is not None:
-        if lens.dtype.kind == "f" and bool(xp.isnan(lens).any()):
-            raise ValueError("sequence_length contains NaN")
-        lens = lens.astype(np.int64)
-        if bool((lens < 0).any()) or bool((lens > t).any()):
-            raise ValueError(f"sequence_length values must be in [0, {t}] (the sequence length), got "
-                             f"{lens.tolist()}")
+    lens = _check_lens(xp, lens, t)
     masks = None
     if _has_mask(a):
         dirs = 2 if a["bidirectional"] else 1
@@ -422,15 +436,138 @@ def _k_rnn(xp, *arrays, is_train, rng, **a):
             masks = ((rng.random(shape) >= a["p"]) / (1.0 - a["p"])).astype(dtype)
         else:
             masks = xp.ones(shape, dtype=dtype)
-    B = _ArrayBackend(xp, lens, t, n)
-    outs = _forward(B, data, params, state, cell, a, masks if is_train else None)
+    save = is_train or _mode.MODE.get().recording
+    layout, _ = _fast_layout(a, data.shape[2])
+    outs, reserve = _rnn_fast.forward(xp, data, params, state, cell, lens, masks if is_train else None, a, layout,
+                                      _clip_range(a), save)
     outs = [xp.ascontiguousarray(o).astype(dtype, copy=False) for o in outs]
     if masks is not None:
         outs.append(masks)
+    if save:
+        _RESERVES.put(outs[0], arrays, reserve)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+class _Reserves:
+    """What RNN forwards saved for their backward (the activations of every step), found again by the `_rnn_bwd`
+    kernel from the forward's output array: each entry lives as long as that array (a weak reference), which the
+    autograd tape or a hybridized plan's saved values keep alive until the backward has run. An entry is used
+    only if the backward's inputs are the forward's (the same arrays, or equal values); otherwise the backward
+    runs the forward again (same results, slower). So this is a cache, never a source of different numbers.
+    Like MXNet's stateful RNN operator, which keeps its reserve space between forward and backward."""
+
+    def __init__(self):
+        self._entries = {}
+
+    def put(self, out, inputs, reserve):
+        import weakref
+        key = id(out)
+        entries = self._entries
+
+        def drop(_ref, key=key):
+            e = entries.get(key)
+            if e is not None and e[0] is _ref:
+                entries.pop(key, None)
+        entries[key] = (weakref.ref(out, drop), tuple(inputs), reserve)
+
+    def get(self, out, inputs):
+        e = self._entries.get(id(out))
+        if e is None or e[0]() is not out or len(e[1]) != len(inputs):
+            return None
+        for old, new in zip(e[1], inputs):
+            if old is new:
+                continue
+            if old.shape != new.shape or old.dtype != new.dtype or not bool(_array_equal(old, new)):
+                return None
+        return e[2]
+
+
+def _array_equal(a, b):
+    xp = np if isinstance(a, np.ndarray) else __import__("cupy")
+    return xp.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+_RESERVES = _Reserves()
+
+
 def _g_rnn(c, *out_grads):
+    a = c.attrs
+    if _final_gradient():
+        # the hand-derived BPTT over the forward's saved activations (first order: nothing differentiates it)
+        return _fused_gradient(c, out_grads)
+    return _composite_gradient(c, out_grads)
+
+
+def _bwd_input_names(a):
+    names = list(_input_names(a)) + ["output"]
+    if _has_mask(a):
+        names.append("masks")
+    names.append("grad")
+    if a["state_outputs"]:
+        names.append("grad_state")
+        if a["mode"] == "lstm":
+            names.append("grad_state_cell")
+    return tuple(names)
+
+
+def _fused_gradient(c, out_grads):
+    a = c.attrs
+    ins = list(c.inputs) + [c.outputs[0]]
+    if _has_mask(a):
+        ins.append(c.outputs[-1].detach())
+    ins += list(out_grads[:_n_visible(a)])
+    grads = call("_rnn_bwd", *ins, **a)
+    grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]
+    return tuple(grads) + ((None,) if a["use_sequence_length"] else ())
+
+
+def _split_bwd(arrays, a):
+    n_in = len(_input_names(a))
+    data, params, state, cell, lens = _split_inputs(arrays[:n_in], a)
+    k = n_in + 1
+    masks = None
+    if _has_mask(a):
+        masks, k = arrays[k], k + 1
+    rest = list(arrays[k:]) + [None, None]
+    return (data, params, state, cell, lens), arrays[:n_in], arrays[n_in], masks, rest[:3]
+
+
+def _k_rnn_bwd(xp, *arrays, **a):
+    (data, params, state, cell, lens), inputs, out, masks, heads = _split_bwd(arrays, a)
+    t = data.shape[0]
+    layout, size = _fast_layout(a, data.shape[2])
+    clip = _clip_range(a)
+    reserve = _RESERVES.get(out, inputs)
+    if reserve is None:
+        lens = _check_lens(xp, lens, t)
+        _, reserve = _rnn_fast.forward(xp, data, params, state, cell, lens, masks, a, layout, clip, True)
+    grads = _rnn_fast.backward(xp, reserve, a, layout, clip, params, heads, size, cell is not None)
+    return tuple(xp.ascontiguousarray(g).astype(data.dtype, copy=False) for g in grads)
+
+
+def _infer_bwd(shapes, dtypes, **a):
+    n_in = len(_input_names(a))
+    _check(list(shapes[:n_in]), a)
+    n_out = 4 if a["mode"] == "lstm" else 3
+    return [tuple(s) for s in shapes[:n_out]], [np.dtype(dtypes[0])] * n_out
+
+
+def _bwd_composite(a, *proxies):
+    """The same gradient as mixnet ops (the composite forward swept locally), for higher orders."""
+    from .. import autograd
+    (data, params, state, cell, lens), _, _, masks, heads = _split_bwd(proxies, a)
+    t, n, _ = data.shape
+    if masks is not None:
+        masks = [call("Reshape", call("slice_axis", masks, axis=0, begin=k, end=k + 1), shape=masks.shape[1:])
+                 for k in range(masks.shape[0])]
+    B = _OpBackend(None if lens is None else lens.detach(), t, n, data.dtype, data.context)
+    stops = [data, params, state] + ([cell] if cell is not None else [])
+    outs = _forward(B, data, params, state, cell, a, masks)
+    grads = autograd.local_gradients(outs, heads[:len(outs)], stops)
+    return [call("zeros_like", s) if g is None else g for s, g in zip(stops, grads)]
+
+
+def _composite_gradient(c, out_grads):
     from .. import autograd
     a = c.attrs
     inputs = c.inputs
@@ -575,6 +712,60 @@ register(OpDef(
                           state_outputs=True),
                 )),
     doc="MXNet's fused RNN op (rnn_relu, rnn_tanh, lstm, gru), TNC layout; see the module docstring."))
+
+
+def _ref_rnn_bwd(*arrays, **a):
+    """Central differences (float64) of sum(outputs * head gradients) through _ref_rnn."""
+    (data, params, state, cell, lens), inputs, _, _, heads = _split_bwd(arrays, a)
+    heads = [h.astype(np.float64) for h in heads if h is not None]
+    base = [x.astype(np.float64) for x in inputs]
+    kw = {k: a[k] for k in ("state_size", "num_layers", "bidirectional", "mode", "p", "state_outputs",
+                            "projection_size", "lstm_state_clip_min", "lstm_state_clip_max",
+                            "lstm_state_clip_nan", "use_sequence_length")}
+
+    def f(xs):
+        outs = _ref_rnn(*xs, **kw)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        return sum(float((o * h).sum()) for o, h in zip(outs, heads))
+
+    n_diff = 4 if a["mode"] == "lstm" else 3
+    grads = []
+    for k in range(n_diff):
+        g = np.zeros_like(base[k])
+        for i in range(g.size):
+            xs = [x.copy() for x in base]
+            xs[k].reshape(-1)[i] += 1e-6
+            up = f(xs)
+            xs[k].reshape(-1)[i] -= 2e-6
+            g.reshape(-1)[i] = (up - f(xs)) / 2e-6
+        grads.append(g)
+    return tuple(grads)
+
+
+def _bwd_case(mode, t, n, i, h, layers=1, bidir=False, lens=False, **attrs):
+    shapes, a = _case(mode, t, n, i, h, layers, bidir, lens, **attrs)
+    outs = _check(list(shapes), dict(_defaults(), **a))
+    return tuple(shapes) + (outs[0],) + tuple(outs), a
+
+
+def _defaults():
+    return {k: v.default for k, v in _ATTRS.items()}
+
+
+register(OpDef(
+    name="_rnn_bwd", kernel=_k_rnn_bwd, inputs=_bwd_input_names, attrs=_ATTRS, grad=_replayed(_bwd_composite),
+    infer=_infer_bwd, num_outputs=lambda a: 4 if a["mode"] == "lstm" else 3, nondiff_inputs=(4,), hidden=True,
+    test=OpTest(ref=_ref_rnn_bwd, domain=(-1.0, 1.0), int_inputs={4: (1, 3)}, rtol=1e-3, atol=1e-4, grad2=False,
+                cases=(
+                    _bwd_case("rnn_tanh", 3, 1, 2, 2, bidir=True),
+                    _bwd_case("gru", 2, 2, 2, 2, state_outputs=True),
+                    _bwd_case("lstm", 3, 2, 1, 2, bidir=True, lens=True, state_outputs=True),
+                    _bwd_case("lstm", 2, 1, 2, 2, projection_size=1, lstm_state_clip_min=-0.3,
+                              lstm_state_clip_max=0.35, state_outputs=True),
+                )),
+    doc="RNN's first-order gradient (d data, d parameters, d state[, d state_cell]): backpropagation through time "
+        "over the activations the forward saved (or recomputed when they are not found), given the forward's "
+        "inputs and output and the head gradients."))
 
 
 # ---------------------------------------------------------------------------------------------------------
