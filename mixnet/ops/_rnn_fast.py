@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _fastpath
 
-KERNELS = False          # the Numba step loops (tests switch them off to compare with the numpy steps)
+KERNELS = True           # the Numba step loops (tests switch them off to compare with the numpy steps)
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
 

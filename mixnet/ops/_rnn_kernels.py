@@ -1,0 +1,205 @@
+"""Numba loops of the fused RNN op's fast path (mixnet/ops/_rnn_fast.py): one per time step, forward and backward,
+for LSTM and GRU. Each reads the step's GEMM result and writes the activations and states in one pass over the
+(N, H) elements; `_rnn_fast` has the same steps as numpy code (used for cupy, other dtypes, and when Numba's
+loops are not compiled yet) and tests compare the two.
+
+Only `_fastpath` loads this module (with `_numba_kernels`, as one of codegen/precompile.py's EAGER_MODULES: compiled
+in the background child, cached on disk). Transcendentals: float32 uses codegen/approx.py's vectorizable
+sigmoid_f32 / tanh_f32 (a few ulp; this Numba has no SVML, reference/performance.md §4.1), float64 libm.
+Arrays are C-contiguous 2-D; rows are the batch, columns the gates [i, f, g, o] (LSTM) or [r, z, n] (GRU).
+"""
+import math
+
+import numpy as np
+from numba import njit, types
+from numba.core.dispatcher import Dispatcher
+from numba.extending import overload
+
+from ..codegen import approx
+
+_JIT = dict(cache=True, error_model="numpy", fastmath={"contract"})
+
+
+def _sig(v):
+    return 1.0 / (1.0 + math.exp(-v))
+
+
+@overload(_sig, jit_options=dict(error_model="numpy", fastmath={"contract"}))
+def _sig_typed(v):
+    if v == types.float32:
+        return lambda v: approx.sigmoid_f32(v)
+    return lambda v: 1.0 / (1.0 + math.exp(-v))
+
+
+def _const(v, arr):
+    return v
+
+
+@overload(_const, jit_options=dict(error_model="numpy"))
+def _const_typed(v, arr):
+    """v as the element type of arr (a Python int or float constant would promote float32 steps to float64)."""
+    if arr.dtype == types.float32:
+        return lambda v, arr: np.float32(v)
+    return lambda v, arr: np.float64(v)
+
+
+def _tanh(v):
+    return math.tanh(v)
+
+
+@overload(_tanh, jit_options=dict(error_model="numpy", fastmath={"contract"}))
+def _tanh_typed(v):
+    if v == types.float32:
+        return lambda v: approx.tanh_f32(v)
+    return lambda v: math.tanh(v)
+
+
+@njit(**_JIT)
+def lstm_step(a, hw, c, cnew, tc, hnew, craw, has_clip, lo, hi, nan):
+    """a (N, 4H) += hw, activated in place [i, f, g, o]; cnew = f c + i g (clipped to [lo, hi] when has_clip, NaN
+    -> lo when nan; the unclipped value into craw); tc = tanh(cnew); hnew = o tc. Each row runs as short loops
+    of one kind each, which LLVM vectorizes (one loop with everything in it did not)."""
+    n_, h_ = c.shape
+    lo_ = _const(lo, c)
+    hi_ = _const(hi, c)
+    for n in range(n_):
+        ar = a[n]
+        wr = hw[n]
+        for j in range(2 * h_):
+            ar[j] = _sig(ar[j] + wr[j])
+        for j in range(2 * h_, 3 * h_):
+            ar[j] = _tanh(ar[j] + wr[j])
+        for j in range(3 * h_, 4 * h_):
+            ar[j] = _sig(ar[j] + wr[j])
+        cr = c[n]
+        cn = cnew[n]
+        for j in range(h_):
+            cn[j] = ar[h_ + j] * cr[j] + ar[j] * ar[2 * h_ + j]
+        if has_clip:
+            rr = craw[n]
+            for j in range(h_):
+                v = cn[j]
+                rr[j] = v
+                if nan and v != v:
+                    v = lo_
+                if v > hi_:
+                    v = hi_
+                elif v < lo_:
+                    v = lo_
+                cn[j] = v
+        tr = tc[n]
+        hr = hnew[n]
+        for j in range(h_):
+            t = _tanh(cn[j])
+            tr[j] = t
+            hr[j] = ar[3 * h_ + j] * t
+
+
+@njit(**_JIT)
+def lstm_step_bwd(a, c, tc, craw, dh, dc, dg, has_clip, lo, hi, nan):
+    """a = [i, f, g, o], c = the previous cell state, tc = tanh(new cell state); dh / dc the gradients at the new
+    h and carried c. dg = the pre-activation gradients; dc becomes the gradient at the previous cell state."""
+    n_, h_ = c.shape
+    lo_ = _const(lo, c)
+    hi_ = _const(hi, c)
+    one = _const(1.0, c)
+    zero = _const(0.0, c)
+    for n in range(n_):
+        ar = a[n]
+        gr = dg[n]
+        tr = tc[n]
+        dhr = dh[n]
+        dcr = dc[n]
+        cr = c[n]
+        for j in range(h_):
+            o = ar[3 * h_ + j]
+            t = tr[j]
+            gr[3 * h_ + j] = dhr[j] * t * o * (one - o)
+            dcr[j] = dhr[j] * o * (one - t * t) + dcr[j]       # now the gradient at the new cell state
+        if has_clip:
+            rr = craw[n]
+            for j in range(h_):
+                v = rr[j]
+                if not (v >= lo_ and v <= hi_):
+                    dcr[j] = zero
+        for j in range(h_):
+            i = ar[j]
+            f = ar[h_ + j]
+            g = ar[2 * h_ + j]
+            d = dcr[j]
+            gr[j] = d * g * i * (one - i)
+            gr[h_ + j] = d * cr[j] * f * (one - f)
+            gr[2 * h_ + j] = d * i * (one - g * g)
+            dcr[j] = d * f
+
+
+@njit(**_JIT)
+def gru_step(a, hw, bhn, h, hn, hnew):
+    """a (N, 3H): x-side pre-activations (biases in, except b_hn); hw = h W_h^T. In place a = [r, z, n];
+    hn = hw_n + b_hn; hnew = (1 - z) n + z h."""
+    n_, h_ = h.shape
+    for n in range(n_):
+        ar = a[n]
+        wr = hw[n]
+        qr = hn[n]
+        hr = h[n]
+        out = hnew[n]
+        for j in range(2 * h_):
+            ar[j] = _sig(ar[j] + wr[j])
+        for j in range(h_):
+            qr[j] = wr[2 * h_ + j] + bhn[j]
+        for j in range(h_):
+            ar[2 * h_ + j] = _tanh(ar[2 * h_ + j] + ar[j] * qr[j])
+        for j in range(h_):
+            m = ar[2 * h_ + j]
+            out[j] = (hr[j] - m) * ar[h_ + j] + m
+
+
+@njit(**_JIT)
+def gru_step_bwd(a, hn, h, dh, dgx, dgh):
+    """a = [r, z, n], hn = W_hn h + b_hn, h = the previous state, dh at the new state: the x-side pre-activation
+    gradients dgx and the h-side ones dgh (equal but for the n gate, r d a_n)."""
+    n_, h_ = h.shape
+    one = _const(1.0, h)
+    for n in range(n_):
+        ar = a[n]
+        qr = hn[n]
+        hr = h[n]
+        dr_ = dh[n]
+        gx = dgx[n]
+        gh = dgh[n]
+        for j in range(h_):
+            r = ar[j]
+            z = ar[h_ + j]
+            m = ar[2 * h_ + j]
+            d = dr_[j]
+            dan = d * (one - z) * (one - m * m)
+            dr = dan * qr[j] * r * (one - r)
+            dz = (hr[j] - m) * d * z * (one - z)
+            gx[j] = dr
+            gx[h_ + j] = dz
+            gx[2 * h_ + j] = dan
+            gh[j] = dr
+            gh[h_ + j] = dz
+            gh[2 * h_ + j] = dan * r
+
+
+def loops():
+    """Every loop of this module (Numba dispatchers)."""
+    return [v for v in globals().values() if isinstance(v, Dispatcher)]
+
+
+def warm_up(dtype):
+    """Compiles (or loads from the cache) every loop for `dtype` with the argument types _rnn_fast passes:
+    C-contiguous 2-D arrays (1-D for b_hn), a bool and Python floats / bool for the clip arguments."""
+    dt = np.dtype(dtype)
+    n, h = 2, 3
+    a4, hw4 = np.ones((n, 4 * h), dt), np.ones((n, 4 * h), dt)
+    m = np.ones((n, h), dt)
+    for clip in (False, True):
+        lstm_step(a4, hw4, m, np.empty_like(m), np.empty_like(m), np.empty_like(m), np.empty_like(m), clip,
+                  -1.0, 1.0, False)
+        lstm_step_bwd(a4, m, m, m, m, m.copy(), np.empty_like(a4), clip, -1.0, 1.0, False)
+    a3 = np.ones((n, 3 * h), dt)
+    gru_step(a3, np.ones_like(a3), np.ones(h, dt), m, np.empty_like(m), np.empty_like(m))
+    gru_step_bwd(a3, m, m, m, np.empty_like(a3), np.empty_like(a3))
