@@ -17,7 +17,7 @@ import pytest
 import mixnet as mx
 from mixnet import config
 from mixnet.codegen import precompile
-from mixnet.ops import _epilogue_kernels, _fastpath, _numba_kernels, nn_conv
+from mixnet.ops import _epilogue_kernels, _fastpath, _numba_kernels, _rnn_kernels, nn_conv
 
 GEO = ((3, 3), (1, 1), (1, 1), (1, 1), 1)          # kernel, stride, dilate, pad, group
 
@@ -269,6 +269,8 @@ def test_eager_marker_needs_every_index_file_and_the_same_source(marker_dir):
     assert precompile._write_eager_marker("float32", _FakeKernels(directory))
     assert not precompile.eager_is_cached("float32")                   # the epilogue loops are not in yet
     assert precompile._write_eager_marker("float32", _FakeKernels(directory, _epilogue_kernels))
+    assert not precompile.eager_is_cached("float32")                   # nor the RNN step loops
+    assert precompile._write_eager_marker("float32", _FakeKernels(directory, _rnn_kernels))
     assert precompile.eager_is_cached("float32") and not precompile.eager_is_cached("float64")
     with open(precompile._eager_marker("float32"), encoding="utf-8") as f:
         index = json.load(f)["index"]
