@@ -24,7 +24,7 @@ def _sig(v):
     return 1.0 / (1.0 + math.exp(-v))
 
 
-@overload(_sig, jit_options=dict(error_model="numpy", fastmath={"contract"}))
+@overload(_sig, inline="always", jit_options=dict(error_model="numpy", fastmath={"contract"}))
 def _sig_typed(v):
     if v == types.float32:
         return lambda v: approx.sigmoid_f32(v)
@@ -47,7 +47,7 @@ def _tanh(v):
     return math.tanh(v)
 
 
-@overload(_tanh, jit_options=dict(error_model="numpy", fastmath={"contract"}))
+@overload(_tanh, inline="always", jit_options=dict(error_model="numpy", fastmath={"contract"}))
 def _tanh_typed(v):
     if v == types.float32:
         return lambda v: approx.tanh_f32(v)
@@ -57,24 +57,30 @@ def _tanh_typed(v):
 @njit(**_JIT)
 def lstm_step(a, hw, c, cnew, tc, hnew, craw, has_clip, lo, hi, nan):
     """a (N, 4H) += hw, activated in place [i, f, g, o]; cnew = f c + i g (clipped to [lo, hi] when has_clip, NaN
-    -> lo when nan; the unclipped value into craw); tc = tanh(cnew); hnew = o tc. Each row runs as short loops
-    of one kind each, which LLVM vectorizes (one loop with everything in it did not)."""
+    -> lo when nan; the unclipped value into craw); tc = tanh(cnew); hnew = o tc.
+
+    Each row runs as short loops of one kind each over slices indexed from 0 (an index such as `h + j` makes
+    Numba test it for negative wraparound, and the loop does not vectorize)."""
     n_, h_ = c.shape
     lo_ = _const(lo, c)
     hi_ = _const(hi, c)
     for n in range(n_):
         ar = a[n]
         wr = hw[n]
+        ifr, ifw = ar[:2 * h_], wr[:2 * h_]
         for j in range(2 * h_):
-            ar[j] = _sig(ar[j] + wr[j])
-        for j in range(2 * h_, 3 * h_):
-            ar[j] = _tanh(ar[j] + wr[j])
-        for j in range(3 * h_, 4 * h_):
-            ar[j] = _sig(ar[j] + wr[j])
+            ifr[j] = _sig(ifr[j] + ifw[j])
+        gr, gw = ar[2 * h_:3 * h_], wr[2 * h_:3 * h_]
+        for j in range(h_):
+            gr[j] = _tanh(gr[j] + gw[j])
+        orr, ow = ar[3 * h_:], wr[3 * h_:]
+        for j in range(h_):
+            orr[j] = _sig(orr[j] + ow[j])
+        ir, fr = ar[:h_], ar[h_:2 * h_]
         cr = c[n]
         cn = cnew[n]
         for j in range(h_):
-            cn[j] = ar[h_ + j] * cr[j] + ar[j] * ar[2 * h_ + j]
+            cn[j] = fr[j] * cr[j] + ir[j] * gr[j]
         if has_clip:
             rr = craw[n]
             for j in range(h_):
@@ -92,7 +98,7 @@ def lstm_step(a, hw, c, cnew, tc, hnew, craw, has_clip, lo, hi, nan):
         for j in range(h_):
             t = _tanh(cn[j])
             tr[j] = t
-            hr[j] = ar[3 * h_ + j] * t
+            hr[j] = orr[j] * t
 
 
 @njit(**_JIT)
@@ -107,14 +113,16 @@ def lstm_step_bwd(a, c, tc, craw, dh, dc, dg, has_clip, lo, hi, nan):
     for n in range(n_):
         ar = a[n]
         gr = dg[n]
+        ir, fr, g_, orr = ar[:h_], ar[h_:2 * h_], ar[2 * h_:3 * h_], ar[3 * h_:]
+        di, df, dgg, do = gr[:h_], gr[h_:2 * h_], gr[2 * h_:3 * h_], gr[3 * h_:]
         tr = tc[n]
         dhr = dh[n]
         dcr = dc[n]
         cr = c[n]
         for j in range(h_):
-            o = ar[3 * h_ + j]
+            o = orr[j]
             t = tr[j]
-            gr[3 * h_ + j] = dhr[j] * t * o * (one - o)
+            do[j] = dhr[j] * t * o * (one - o)
             dcr[j] = dhr[j] * o * (one - t * t) + dcr[j]       # now the gradient at the new cell state
         if has_clip:
             rr = craw[n]
@@ -123,13 +131,13 @@ def lstm_step_bwd(a, c, tc, craw, dh, dc, dg, has_clip, lo, hi, nan):
                 if not (v >= lo_ and v <= hi_):
                     dcr[j] = zero
         for j in range(h_):
-            i = ar[j]
-            f = ar[h_ + j]
-            g = ar[2 * h_ + j]
+            i = ir[j]
+            f = fr[j]
+            g = g_[j]
             d = dcr[j]
-            gr[j] = d * g * i * (one - i)
-            gr[h_ + j] = d * cr[j] * f * (one - f)
-            gr[2 * h_ + j] = d * i * (one - g * g)
+            di[j] = d * g * i * (one - i)
+            df[j] = d * cr[j] * f * (one - f)
+            dgg[j] = d * i * (one - g * g)
             dcr[j] = d * f
 
 
@@ -141,18 +149,20 @@ def gru_step(a, hw, bhn, h, hn, hnew):
     for n in range(n_):
         ar = a[n]
         wr = hw[n]
+        rzr, rzw = ar[:2 * h_], wr[:2 * h_]
+        for j in range(2 * h_):
+            rzr[j] = _sig(rzr[j] + rzw[j])
+        rr, zr, nr, nw = ar[:h_], ar[h_:2 * h_], ar[2 * h_:], wr[2 * h_:]
         qr = hn[n]
         hr = h[n]
         out = hnew[n]
-        for j in range(2 * h_):
-            ar[j] = _sig(ar[j] + wr[j])
         for j in range(h_):
-            qr[j] = wr[2 * h_ + j] + bhn[j]
+            q = nw[j] + bhn[j]
+            qr[j] = q
+            nr[j] = _tanh(nr[j] + rr[j] * q)
         for j in range(h_):
-            ar[2 * h_ + j] = _tanh(ar[2 * h_ + j] + ar[j] * qr[j])
-        for j in range(h_):
-            m = ar[2 * h_ + j]
-            out[j] = (hr[j] - m) * ar[h_ + j] + m
+            m = nr[j]
+            out[j] = (hr[j] - m) * zr[j] + m
 
 
 @njit(**_JIT)
@@ -163,25 +173,27 @@ def gru_step_bwd(a, hn, h, dh, dgx, dgh):
     one = _const(1.0, h)
     for n in range(n_):
         ar = a[n]
+        rr, zr, nr = ar[:h_], ar[h_:2 * h_], ar[2 * h_:]
+        gx, gh = dgx[n], dgh[n]
+        xr, xz, xn = gx[:h_], gx[h_:2 * h_], gx[2 * h_:]
+        hr_, hz, hn_ = gh[:h_], gh[h_:2 * h_], gh[2 * h_:]
         qr = hn[n]
         hr = h[n]
         dr_ = dh[n]
-        gx = dgx[n]
-        gh = dgh[n]
         for j in range(h_):
-            r = ar[j]
-            z = ar[h_ + j]
-            m = ar[2 * h_ + j]
+            r = rr[j]
+            z = zr[j]
+            m = nr[j]
             d = dr_[j]
             dan = d * (one - z) * (one - m * m)
             dr = dan * qr[j] * r * (one - r)
             dz = (hr[j] - m) * d * z * (one - z)
-            gx[j] = dr
-            gx[h_ + j] = dz
-            gx[2 * h_ + j] = dan
-            gh[j] = dr
-            gh[h_ + j] = dz
-            gh[2 * h_ + j] = dan * r
+            xr[j] = dr
+            xz[j] = dz
+            xn[j] = dan
+            hr_[j] = dr
+            hz[j] = dz
+            hn_[j] = dan * r
 
 
 def loops():
