@@ -55,8 +55,8 @@ def _tanh_typed(v):
 
 
 @njit(**_JIT)
-def lstm_step(a, hw, c, cnew, tc, hnew, craw, has_clip, lo, hi, nan):
-    """a (N, 4H) += hw, activated in place [i, f, g, o]; cnew = f c + i g (clipped to [lo, hi] when has_clip, NaN
+def lstm_step(a, hw, b, c, cnew, tc, hnew, craw, has_clip, lo, hi, nan):
+    """a (N, 4H) += hw + b (the biases), activated in place [i, f, g, o]; cnew = f c + i g (clipped to [lo, hi] when has_clip, NaN
     -> lo when nan; the unclipped value into craw); tc = tanh(cnew); hnew = o tc.
 
     Each row runs as short loops of one kind each over slices indexed from 0 (an index such as `h + j` makes
@@ -67,15 +67,15 @@ def lstm_step(a, hw, c, cnew, tc, hnew, craw, has_clip, lo, hi, nan):
     for n in range(n_):
         ar = a[n]
         wr = hw[n]
-        ifr, ifw = ar[:2 * h_], wr[:2 * h_]
+        ifr, ifw, ifb = ar[:2 * h_], wr[:2 * h_], b[:2 * h_]
         for j in range(2 * h_):
-            ifr[j] = _sig(ifr[j] + ifw[j])
-        gr, gw = ar[2 * h_:3 * h_], wr[2 * h_:3 * h_]
+            ifr[j] = _sig(ifr[j] + ifw[j] + ifb[j])
+        gr, gw, gb = ar[2 * h_:3 * h_], wr[2 * h_:3 * h_], b[2 * h_:3 * h_]
         for j in range(h_):
-            gr[j] = _tanh(gr[j] + gw[j])
-        orr, ow = ar[3 * h_:], wr[3 * h_:]
+            gr[j] = _tanh(gr[j] + gw[j] + gb[j])
+        orr, ow, ob = ar[3 * h_:], wr[3 * h_:], b[3 * h_:]
         for j in range(h_):
-            orr[j] = _sig(orr[j] + ow[j])
+            orr[j] = _sig(orr[j] + ow[j] + ob[j])
         ir, fr = ar[:h_], ar[h_:2 * h_]
         cr = c[n]
         cn = cnew[n]
@@ -142,24 +142,25 @@ def lstm_step_bwd(a, c, tc, craw, dh, dc, dg, has_clip, lo, hi, nan):
 
 
 @njit(**_JIT)
-def gru_step(a, hw, bhn, h, hn, hnew):
-    """a (N, 3H): x-side pre-activations (biases in, except b_hn); hw = h W_h^T. In place a = [r, z, n];
+def gru_step(a, hw, b, bhn, h, hn, hnew):
+    """a (N, 3H): x-side pre-activations, b their biases (b_x, plus b_h for r and z); hw = h W_h^T. In place
+    a = [r, z, n];
     hn = hw_n + b_hn; hnew = (1 - z) n + z h."""
     n_, h_ = h.shape
     for n in range(n_):
         ar = a[n]
         wr = hw[n]
-        rzr, rzw = ar[:2 * h_], wr[:2 * h_]
+        rzr, rzw, rzb = ar[:2 * h_], wr[:2 * h_], b[:2 * h_]
         for j in range(2 * h_):
-            rzr[j] = _sig(rzr[j] + rzw[j])
-        rr, zr, nr, nw = ar[:h_], ar[h_:2 * h_], ar[2 * h_:], wr[2 * h_:]
+            rzr[j] = _sig(rzr[j] + rzw[j] + rzb[j])
+        rr, zr, nr, nw, nb = ar[:h_], ar[h_:2 * h_], ar[2 * h_:], wr[2 * h_:], b[2 * h_:]
         qr = hn[n]
         hr = h[n]
         out = hnew[n]
         for j in range(h_):
             q = nw[j] + bhn[j]
             qr[j] = q
-            nr[j] = _tanh(nr[j] + rr[j] * q)
+            nr[j] = _tanh(nr[j] + nb[j] + rr[j] * q)
         for j in range(h_):
             m = nr[j]
             out[j] = (hr[j] - m) * zr[j] + m
@@ -209,9 +210,9 @@ def warm_up(dtype):
     a4, hw4 = np.ones((n, 4 * h), dt), np.ones((n, 4 * h), dt)
     m = np.ones((n, h), dt)
     for clip in (False, True):
-        lstm_step(a4, hw4, m, np.empty_like(m), np.empty_like(m), np.empty_like(m), np.empty_like(m), clip,
+        lstm_step(a4, hw4, np.ones(4 * h, dt), m, np.empty_like(m), np.empty_like(m), np.empty_like(m), np.empty_like(m), clip,
                   -1.0, 1.0, False)
         lstm_step_bwd(a4, m, m, m, m, m.copy(), np.empty_like(a4), clip, -1.0, 1.0, False)
     a3 = np.ones((n, 3 * h), dt)
-    gru_step(a3, np.ones_like(a3), np.ones(h, dt), m, np.empty_like(m), np.empty_like(m))
+    gru_step(a3, np.ones_like(a3), np.ones(3 * h, dt), np.ones(h, dt), m, np.empty_like(m), np.empty_like(m))
     gru_step_bwd(a3, m, m, m, np.empty_like(a3), np.empty_like(a3))
