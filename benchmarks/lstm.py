@@ -183,8 +183,14 @@ def build(name, case):
     raise ValueError(name)
 
 
-def first_call(background):
-    """In a fresh process: seconds to import mixnet, build + first train step (compiles included), second step."""
+def first_call(background, cold=False):
+    """In a fresh process: seconds to import mixnet, then each of the first 5 train steps (the first includes
+    tracing and compiles). cold: empty Numba / mixnet kernel caches (a fresh install)."""
+    import tempfile
+    env = dict(os.environ)
+    if cold:
+        tmp = tempfile.mkdtemp(prefix="mixnet-lstm-cold-")
+        env.update(NUMBA_CACHE_DIR=os.path.join(tmp, "numba"), MIXNET_CACHE_DIR=os.path.join(tmp, "kernels"))
     code = f"""
 import os, sys, time, json
 for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
@@ -200,21 +206,21 @@ layer = mx.gluon.rnn.LSTM({H}, input_size={I})
 layer.initialize(mx.init.Xavier())
 layer.hybridize()
 times = []
-for _ in range(3):
+for _ in range(5):
     s = time.perf_counter()
     with mx.autograd.record():
         out = layer(x)
     out.backward()
     layer.l0_i2h_weight.grad().wait_to_read()
     times.append(time.perf_counter() - s)
-print(json.dumps({{"import_s": round(t1 - t0, 3), "first_step_s": round(times[0], 3),
-                  "second_step_s": round(times[1], 3), "third_step_s": round(times[2], 3)}}))
+print(json.dumps({{"import_s": round(t1 - t0, 3), "steps_s": [round(v, 3) for v in times]}}))
 """
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
     line = done.stdout.strip().splitlines()[-1] if done.returncode == 0 else json.dumps({"error": done.stderr[-500:]})
     info = json.loads(line)
     info.update({"benchmark": "lstm", "what": "mixnet first calls (fresh process, lstm-train)",
-                 "compile_background": background, "threads": THREADS,
+                 "compile_background": background, "kernel_caches": "empty" if cold else "warm",
+                 "threads": THREADS,
                  "load_avg": round(os.getloadavg()[0], 2)})
     print(json.dumps(info), flush=True)
 
@@ -259,6 +265,8 @@ def main():
         baseline = "torch" if "torch" in results else "numpy"
         report("lstm", results, baseline, loads, THREADS, {name: {"case": case} for name in results})
     if not args.no_first_call:
+        first_call(background=False, cold=True)
+        first_call(background=True, cold=True)
         first_call(background=False)
         first_call(background=True)
 

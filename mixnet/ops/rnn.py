@@ -21,14 +21,27 @@ new cell state is clamped to [min, max] before h = o * tanh(c) and before it is 
 lstm_state_clip_nan=True a NaN cell state becomes `min` (cuDNN's non-propagating fmax/fmin); otherwise NaN
 propagates.
 
-Gradient design. The forward kernel runs the time loop on numpy/cupy arrays. The gradient rule re-runs the same
-forward (one shared implementation, `_forward`, written against a small backend interface) as a composition of
-mixnet ops (slice_axis/Reshape of the flat parameters, FullyConnected, sigmoid, tanh, relu, where,
-SequenceMask/SequenceReverse, stack/Concat) on `_copy` proxies of the op's inputs, recorded on the tape, and then
-runs a local reverse sweep over just those recorded nodes (`autograd.local_gradients`: the ops' own gradient
-rules, in the mode of the outer backward, stopping at the proxies). Because every step is a mixnet op recorded under the outer
-create_graph mode, and the proxies link back to the real inputs, the result is differentiable again: second and
-higher-order gradients are exact, at the cost of re-running the forward in the backward pass.
+Computation. The kernel runs mixnet/ops/_rnn_fast.py: per layer and direction the input projection of all steps
+as one GEMM, then per step one recurrent GEMM into a preallocated buffer and one fused step (Numba loops in
+_rnn_kernels.py for numpy float32/float64; numpy code otherwise, same formulas). In training (or while autograd
+records) it keeps the gate activations and states of every step (the "reserve", found again by the backward
+through `_RESERVES`, keyed by the output array; MXNet's stateful op keeps its reserve space the same way).
+
+Gradient design, two paths:
+* First order (eager `backward()` / `autograd.grad` without create_graph, and the compiled backward of a
+  hybridized block: `nn_norm._final_gradient()`): the hidden op `_rnn_bwd`, a hand-derived backpropagation
+  through time over the reserve (per step one fused step and one GEMM; the weight gradients as one GEMM over all
+  steps). If the reserve is not found (the forward ran without recording, or the inputs changed since), it runs
+  the forward again first: same numbers, slower.
+* create_graph=True (higher orders): the rule re-runs the same forward (one shared implementation, `_forward`,
+  written against a small backend interface) as a composition of mixnet ops (slice_axis/Reshape of the flat
+  parameters, FullyConnected, sigmoid, tanh, relu, where, SequenceMask/SequenceReverse, stack/Concat) on `_copy`
+  proxies of the op's inputs, recorded on the tape, and then runs a local reverse sweep over just those recorded
+  nodes (`autograd.local_gradients`: the ops' own gradient rules, in the mode of the outer backward, stopping at
+  the proxies). Because every step is a mixnet op recorded under the outer create_graph mode, and the proxies link
+  back to the real inputs, the result is differentiable again: second and higher-order gradients are exact, at the
+  cost of re-running the forward in the backward pass. `_rnn_bwd`'s own gradient is that composite too.
+tests/ops/test_rnn_bptt.py checks the two paths against each other and against finite differences.
 """
 import numpy as np
 
