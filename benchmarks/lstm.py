@@ -4,8 +4,8 @@ Cases: lstm-train, lstm-infer, gru-train, gru-infer. *train* = forward + backwar
 (no optimizer); *infer* = forward only. Frameworks, interleaved in rounds in one run:
   numpy          a hand-written numpy forward / BPTT (one GEMM for the input projection, one per step, the weight
                  gradients as one GEMM over all steps): the floor of a plain numpy implementation
-  mixnet         gluon.rnn.LSTM / GRU, hybridized (this checkout, in this process; timed once what compiles in the
-                 background is in)
+  mixnet         gluon.rnn.LSTM / GRU, hybridized (this checkout, a worker subprocess; timed once what compiles in
+                 the background is in); 'mixnet:/path' runs another checkout the same way (before / after)
   torch          nn.LSTM / nn.GRU (a worker subprocess with an interpreter that imports torch: ~/.venvs/*)
   mxnet          gluon.rnn.LSTM / GRU hybridized on MXNet 1.9.1 (~/.venvs/mxref, worker subprocess)
 Prints one JSON line per (case, framework): median / min ms, ratio vs torch (or numpy without torch), load average.
@@ -173,8 +173,8 @@ def build(name, case):
         return numpy_step(case)
     if name == "torch":
         return torch_step(case)
-    if name == "mixnet":
-        sys.path.insert(0, os.path.dirname(HERE))
+    if name.startswith("mixnet"):
+        sys.path.insert(0, name.split(":", 1)[1] if ":" in name else os.path.dirname(HERE))
         import mixnet as mx
         return gluon_step(mx, case)
     if name == "mxnet":
@@ -256,7 +256,7 @@ def main():
                     skipped("lstm", f"{case} mxnet", f"{MXNET_PYTHON} not found")
                     continue
                 runners.append(Worker(name, MXNET_PYTHON, script, extra))
-            elif name == "mixnet":
+            elif name.startswith("mixnet"):
                 runners.append(Worker(name, sys.executable, script, extra))
             else:
                 step, sync = build(name, case)

@@ -37,12 +37,14 @@ def _sigmoid(xp, x, out):
 
 class _Dir:
     """What one direction of one layer saves for its backward."""
-    __slots__ = ("x", "acts", "hs", "cs", "tc", "hp", "craw", "hn", "k")
+    __slots__ = ("x", "acts", "hs", "cs", "tc", "hp", "craw", "hn", "k", "valid")
 
 
 def _kernels(xp, *arrays):
+    if not KERNELS:
+        return None
     nk = _fastpath.numba_kernels(xp, *arrays, load=True)
-    if nk is None or not KERNELS:
+    if nk is None:
         return None
     from . import _rnn_kernels
     return _rnn_kernels
@@ -114,6 +116,7 @@ def _dir_forward(xp, nk, x, h0, c0, w, mode, H, R, clip, valid, save):
     G = _GATES[mode]
     r = _Dir()
     r.x = x
+    r.valid = valid
     bias = w["bx"] + w["bh"]
     if mode == "gru":                           # the n gate's h2h bias stays inside r * (W_hn h + b_hn)
         bias = xp.concatenate([bias[:2 * H], w["bx"][2 * H:]])
@@ -143,7 +146,8 @@ def _dir_forward(xp, nk, x, h0, c0, w, mode, H, R, clip, valid, save):
         r.hn = _buffer(xp, save, "rnn_hn", (T, N, H), dt)
     keep = None
     no_craw = hw[:0, :0]
-    for t in range(T):
+    steps = T if valid is None else _live_steps(xp, valid)
+    for t in range(steps):
         xp.matmul(hs[t], whT, out=hw)
         if valid is not None:
             keep = valid[t]
@@ -175,9 +179,21 @@ def _dir_forward(xp, nk, x, h0, c0, w, mode, H, R, clip, valid, save):
             hs[t + 1] = a_t
         if keep is not None:
             hs[t + 1] = xp.where(keep[:, None], hs[t + 1], hs[t])
+    for t in range(steps, T):                   # every sequence has ended: the state is carried, nothing runs
+        hs[t + 1] = hs[t]
+        if mode == "lstm":
+            cs[t + 1] = cs[t]
+            if r.hp is not None:
+                r.hp[t] = 0                     # (the backward's weight GEMM reads it, times a zero gradient)
     if not save:
         r.acts = r.tc = r.hp = r.craw = r.hn = None
     return r
+
+
+def _live_steps(xp, valid):
+    """1 + the last step at which some sequence is still running (0 if none)."""
+    any_valid = valid.any(axis=1)
+    return int(any_valid.nonzero()[0][-1]) + 1 if bool(any_valid.any()) else 0
 
 
 def _lstm_step(xp, a, hw, c, cnew, tc, hnew, craw, H, clip):
@@ -290,7 +306,13 @@ def _dir_backward(xp, nk, r, w, gd, dh_T, dc_T, mode, H, R, clip, inv):
         wr = w["wr"]
         dH = xp.empty((T, N, R), dtype=dt)          # gradient at each step's projected output
         dhp = xp.empty((N, H), dtype=dt)
-    for t in range(T - 1, -1, -1):
+    steps = T if inv is None else _live_steps(xp, r.valid)
+    dG[steps:] = 0                              # steps after every sequence ended (the forward skipped them)
+    if mode == "gru":
+        dGh[steps:] = 0
+    if proj:
+        dH[steps:] = 0
+    for t in range(steps - 1, -1, -1):
         dh += gd[t]
         bad = None if inv is None else inv[t]
         if mode == "lstm":
