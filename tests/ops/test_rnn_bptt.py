@@ -184,12 +184,12 @@ def _count_forwards(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("hybrid", [False, True])
+@pytest.mark.parametrize("hybrid", [False, True, "static_alloc"])
 def test_training_step_uses_the_saved_activations(hybrid, monkeypatch):
     layer = gluon.rnn.LSTM(4, num_layers=2, input_size=3)
     layer.initialize()
     if hybrid:
-        layer.hybridize()
+        layer.hybridize(static_alloc=hybrid == "static_alloc")
     x = mx.nd.array(np.random.uniform(-1, 1, (5, 2, 3)))
     with autograd.record():
         layer(x).backward()              # the first hybridized call traces and compiles
