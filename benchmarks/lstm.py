@@ -184,7 +184,7 @@ def build(name, case):
 
 
 def first_call(background, cold=False):
-    """In a fresh process: seconds to import mixnet, then each of the first 5 train steps (the first includes
+    """In a fresh process: seconds to import mixnet, then each of the first 10 train steps (the first includes
     tracing and compiles). cold: empty Numba / mixnet kernel caches (a fresh install)."""
     import tempfile
     env = dict(os.environ)
@@ -206,7 +206,7 @@ layer = mx.gluon.rnn.LSTM({H}, input_size={I})
 layer.initialize(mx.init.Xavier())
 layer.hybridize()
 times = []
-for _ in range(5):
+for _ in range(10):
     s = time.perf_counter()
     with mx.autograd.record():
         out = layer(x)

@@ -360,10 +360,11 @@ def _dir_backward(xp, nk, r, w, gd, dh_T, dc_T, mode, H, R, clip, inv):
         if bad is not None:
             dprev[bad] = dh[bad]                    # padded steps pass the state gradient through
         dh, dprev = dprev, dh
-    x2 = r.x.reshape(T * N, -1)
-    dG2 = dG.reshape(T * N, -1)
-    dGh2 = dGh.reshape(T * N, -1)
-    dw = {"wx": xp.matmul(dG2.T, x2), "wh": xp.matmul(dGh2.T, hs[:-1].reshape(T * N, -1))}
+    I = r.x.shape[2]                            # (explicit sizes everywhere: the batch may be empty)
+    x2 = r.x.reshape(T * N, I)
+    dG2 = dG.reshape(T * N, G * H)
+    dGh2 = dGh.reshape(T * N, G * H)
+    dw = {"wx": xp.matmul(dG2.T, x2), "wh": xp.matmul(dGh2.T, hs[:-1].reshape(T * N, R))}
     if mode == "gru":
         dw["bx"] = dG2.sum(axis=0)
         dw["bh"] = dGh2.sum(axis=0)
@@ -371,8 +372,8 @@ def _dir_backward(xp, nk, r, w, gd, dh_T, dc_T, mode, H, R, clip, inv):
         dw["bx"] = dG2.sum(axis=0)
         dw["bh"] = dw["bx"]
     if proj:
-        dw["wr"] = xp.matmul(dH.reshape(T * N, -1).T, r.hp.reshape(T * N, -1))
-    dx = xp.matmul(dG2, w["wx"]).reshape(T, N, -1)
+        dw["wr"] = xp.matmul(dH.reshape(T * N, R).T, r.hp.reshape(T * N, H))
+    dx = xp.matmul(dG2, w["wx"]).reshape(T, N, I)
     return dx, dh, dc, dw
 
 

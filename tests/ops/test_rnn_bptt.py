@@ -36,7 +36,7 @@ def _make(mode, T, N, I, H, opts, dtype="float32", seed=0):
     arrays = [mx.nd.array(a, dtype=dtype) for a in arrays]
     if "lens" in opts:
         lens = rng.randint(0, T + 1, N)
-        lens[0] = T
+        lens[:1] = T
         if "short" in opts:              # the last steps are padding for every sequence (the forward skips them)
             lens = np.minimum(lens, max(T - 2, 0))
         attrs["use_sequence_length"] = True
@@ -229,3 +229,11 @@ def test_second_order_gradient_still_uses_the_composite():
         z = (g * g).sum()
     z.backward()
     assert np.isfinite(data.grad.asnumpy()).all() and np.abs(data.grad.asnumpy()).sum() > 0
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh"])
+def test_empty_batch(mode):
+    arrays, attrs = _make(mode, 3, 0, 2, 3, ("bidir", "layers", "lens") + (("proj",) if mode == "lstm" else ()))
+    outs, grads = _grads(arrays, attrs)
+    assert outs[0].shape == (3, 0, 2 * (attrs["projection_size"] or 3))
+    assert grads[1].shape == arrays[1].shape and not grads[1].any()
