@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -37,7 +36,7 @@ def _threads_from_argv():
 THREADS = _threads_from_argv()        # before numpy / torch / mxnet are imported
 from _common import MXNET_PYTHON, InProcess, Worker, interleave, report, serve_worker, skipped, torch_python  # noqa
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 T, N, I, H = 50, 32, 64, 256
 CASES = ("lstm-train", "lstm-infer", "gru-train", "gru-infer")

@@ -37,7 +37,7 @@ def _sigmoid(xp, x, out):
 
 class _Dir:
     """What one direction of one layer saves for its backward."""
-    __slots__ = ("x", "acts", "hs", "cs", "tc", "hp", "craw", "hn", "k", "valid")
+    __slots__ = ("acts", "craw", "cs", "hn", "hp", "hs", "k", "tc", "valid", "x")
 
 
 def _kernels(xp, *arrays):
@@ -271,7 +271,7 @@ def backward(xp, reserve, a, layout, clip, params, grads_out, n_params, want_cel
             dc_T = None if dcy is None else dcy[k]
             dx, dh0, dc0, dw = _dir_backward(xp, nk, r, w, gd, dh_T, dc_T, mode, H, R, clip, inv)
             for name, v in dw.items():
-                off, shape = layout[k][name]
+                off = layout[k][name][0]
                 dparams[off:off + v.size] = v.reshape(-1)
             dstate[k] = dh0
             if dcell is not None:
@@ -384,7 +384,7 @@ def _lstm_step_bwd(xp, a, c, tc, craw, dh, dc, dg, H, clip):
     xp.multiply(dh, tc, out=dg[:, 3 * H:])                  # d o
     dct = dh * o * (1 - tc * tc) + dc                       # at the new (clipped) cell state
     if clip is not None:
-        lo, hi, nan = clip
+        lo, hi = clip[0], clip[1]
         inside = (craw >= lo) & (craw <= hi)
         dct = xp.where(inside, dct, xp.zeros((), dtype=dct.dtype))
     xp.multiply(dct, gg, out=dg[:, :H])                     # d i

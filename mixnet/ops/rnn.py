@@ -45,12 +45,12 @@ tests/ops/test_rnn_bptt.py checks the two paths against each other and against f
 """
 import numpy as np
 
-from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_float, parse_int
-from .common import call, check_same_dtypes, concat_shape
-from .registry import OpDef, OpTest, register
-from . import _rnn_fast
 from .. import _mode
+from . import _rnn_fast
+from .attrs import REQUIRED, Attr, choice, optional, parse_bool, parse_float, parse_int
+from .common import call, check_same_dtypes, concat_shape
 from .nn_norm import _final_gradient, _replayed
+from .registry import OpDef, OpTest, register
 
 __all__ = ["param_size"]
 
@@ -504,7 +504,6 @@ _RESERVES = _Reserves()
 
 
 def _g_rnn(c, *out_grads):
-    a = c.attrs
     if _final_gradient():
         # the hand-derived BPTT over the forward's saved activations (first order: nothing differentiates it)
         return _fused_gradient(c, out_grads)
@@ -729,7 +728,7 @@ register(OpDef(
 
 def _ref_rnn_bwd(*arrays, **a):
     """Central differences (float64) of sum(outputs * head gradients) through _ref_rnn."""
-    (data, params, state, cell, lens), inputs, _, _, heads = _split_bwd(arrays, a)
+    _, inputs, _, _, heads = _split_bwd(arrays, a)
     heads = [h.astype(np.float64) for h in heads if h is not None]
     base = [x.astype(np.float64) for x in inputs]
     kw = {k: a[k] for k in ("state_size", "num_layers", "bidirectional", "mode", "p", "state_outputs",

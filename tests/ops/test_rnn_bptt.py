@@ -4,7 +4,8 @@ Numba step loops against their numpy twins, padding invariance of the gradients 
 that a training step uses the saved activations instead of running the forward again."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mixnet as mx
 from mixnet import autograd, gluon
