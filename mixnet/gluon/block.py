@@ -2,6 +2,7 @@
 save/load, hooks and summaries. `HybridBlock.hybridize()` traces and compiles the block (cached_graph.py,
 cached_op.py); results are the eager ones. Called on `mx.sym` Symbols, a HybridBlock returns its graph, made by
 the same trace (parameters as their `Parameter.var()` variables), as MXNet 1.x's symbolic composition does."""
+import contextlib
 import inspect
 import json
 import threading
@@ -557,12 +558,18 @@ class HybridBlock(Block):
         if cached_graph.TRACING.get():
             from .. import symbol as F
             params = {name: p.var() for name, p in self._reg_params.items()}
-            with name_module.Prefix(self.prefix):        # node names as MXNet's trace makes them
+            with self._op_names():
                 return self.hybrid_forward(F, x, *args, **params)
         ctx = x.context if isinstance(x, NDArray) else None
         params = {name: p.data(ctx) for name, p in self._reg_params.items()}
         from .. import ndarray as F
         return self.hybrid_forward(F, x, *args, **params)
+
+    def _op_names(self):
+        """While tracing: the name scope of the ops this block records, as MXNet's trace makes them (the
+        block's prefix, counters fresh per call). A block made with prefix='' opens none: its ops are counted
+        in the enclosing block's scope, so two such blocks in one stage get activation0 and activation1."""
+        return contextlib.nullcontext() if self._empty_prefix else name_module.Prefix(self.prefix)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise MXNetError(f"{type(self).__name__} must define hybrid_forward(self, F, x, ...) or forward(self, x, ...)")

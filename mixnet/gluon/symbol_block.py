@@ -9,6 +9,7 @@ A variable's hidden attributes give its Parameter's declared shape, dtype and in
 so they are parsed strictly (never evaluated) and bounded: a declared shape of more than MAX_DECLARED_ELEMENTS
 elements (MXNet 1.x's limit without its large-tensor build) is refused before anything is allocated."""
 import math
+import os
 import re
 
 import numpy as np
@@ -125,6 +126,14 @@ class SymbolBlock(HybridBlock):
                       **_declared(name, nodes[name].raw)}
             param = self._params.get(name, **kwargs)
             self._reg_params[name] = param
+
+    def _collect_params_with_prefix(self, prefix=""):
+        """Structural names as MXNet 1.x gives a SymbolBlock's parameters: their names less the common
+        (character-wise) prefix of all of them, e.g. 'conv0_weight' for 'resnetv10_conv0_weight'."""
+        if prefix:
+            prefix += "."
+        strip = len(os.path.commonprefix(list(self._reg_params)))
+        return {prefix + name[strip:]: param for name, param in self._reg_params.items()}
 
     @staticmethod
     def imports(symbol_file, input_names, param_file=None, ctx=None, allow_missing=False, ignore_extra=False):

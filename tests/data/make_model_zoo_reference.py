@@ -6,7 +6,8 @@ For every model of gluon.model_zoo.vision.get_model: the SHA-1 of its parameter 
 (names relative to the model's prefix, shapes with 0 for what is still deferred), in collect_params() order, and
 of its structural names (what save_parameters writes). For a few models that accept a small input: the shapes
 after a forward on a 1x3x32x32 input and the first logits, with parameters set from seeded uniforms in
-sorted-name order (see `fill`). Also two tiny thumbnail ResNets (`tiny_resnet`) with their parameters saved by
+sorted-name order (see `fill`), and the SHA-1 of the output names of the model's graph (its internals) when
+called on mx.sym.var('data'). Also two tiny thumbnail ResNets (`tiny_resnet`) with their parameters saved by
 MXNet itself: V1 with save_parameters (structural names), V2 as a legacy file (prefix-stripped global names, as
 older model-store files are) and their logits. tests/gluon/model_zoo/test_vision.py rebuilds the models with
 mixnet and compares.
@@ -33,6 +34,12 @@ def param_lines(net):
 
 def structural_lines(net):
     return ["%s %s" % (name, tuple(p.shape)) for name, p in net._collect_params_with_prefix().items()]
+
+
+def internal_names(net, data):
+    """The output names of the graph of net(data), relative to the net's prefix."""
+    return [n[len(net.prefix):] if n.startswith(net.prefix) else n
+            for n in net(data).get_internals().list_outputs()]
 
 
 def fill(net):
@@ -69,7 +76,9 @@ def main():
         fill(net)
         y = net(mx.nd.array(x)).asnumpy()
         lines = param_lines(net)
+        internals = internal_names(net, mx.sym.var("data"))
         out["forward"][name] = {"params": digest(lines), "structural": digest(structural_lines(net)),
+                                "internals": digest(internals), "n_internals": len(internals),
                                 "logits": [float(v) for v in y[0, :8]], "sum": float(y.sum()),
                                 "first_params": lines[:6]}
     for version in (1, 2):

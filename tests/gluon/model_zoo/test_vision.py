@@ -69,6 +69,17 @@ def test_logits_match_mxnet_for_fixed_weights(name):
     np.testing.assert_allclose(y.sum(), ref["sum"], rtol=1e-4, atol=1e-3 * scale)
 
 
+@pytest.mark.parametrize("name", sorted(REF["forward"]))
+def test_graph_node_names_match_mxnet(name):
+    # Blocks made with prefix='' (the residual blocks of a stage) name their ops in the enclosing scope:
+    # stage1_activation0, stage1_activation1, ... as MXNet's trace does.
+    net = vision.get_model(name)
+    internals = [n[len(net.prefix):] if n.startswith(net.prefix) else n
+                 for n in net(mx.sym.var("data")).get_internals().list_outputs()]
+    assert len(internals) == REF["forward"][name]["n_internals"]
+    assert _digest(internals) == REF["forward"][name]["internals"]
+
+
 def test_hybridized_model_matches_eager():
     net = vision.mobilenet_v2_0_25(classes=7)
     net.initialize(mx.init.Xavier())

@@ -30,13 +30,18 @@ class _ResidualV1(HybridBlock):
         self.body.add(*body_layers)
         self.downsample = _shortcut_v1(channels, stride, in_channels) if downsample else None
 
+    _residual_first = False      # the operand order of the sum, as in MXNet's graphs
+
     def hybrid_forward(self, F, x):
+        out = self.body(x)         # before the shortcut, so that graph nodes come in MXNet's order
         residual = self.downsample(x) if self.downsample is not None else x
-        return F.Activation(self.body(x) + residual, act_type="relu")
+        return F.Activation(residual + out if self._residual_first else out + residual, act_type="relu")
 
 
 class BasicBlockV1(_ResidualV1):
     """Two 3x3 convolutions (ResNet V1 18/34)."""
+
+    _residual_first = True
 
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         layers = [_conv3x3(channels, stride, in_channels), nn.BatchNorm(), nn.Activation("relu"),
