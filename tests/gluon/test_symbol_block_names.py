@@ -25,7 +25,8 @@ def test_single_parameter_gets_the_empty_name():
 def _parent():
     """A parent holding a SymbolBlock made from a fresh two-layer net (new global names every time)."""
     inner = nn.HybridSequential()
-    inner.add(nn.Dense(4, in_units=3), nn.Dense(2, in_units=4))
+    with inner.name_scope():
+        inner.add(nn.Dense(4, in_units=3), nn.Dense(2, in_units=4))
     data = mx.sym.var("data")
     parent = nn.HybridSequential()
     parent.add(mx.gluon.SymbolBlock(inner(data), data, params=inner.collect_params()))
