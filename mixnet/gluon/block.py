@@ -338,16 +338,22 @@ class Block:
     # ------------------------------------------------------------------ summary
     def summary(self, *inputs):
         """Prints each layer with its output shape and parameter count. Without inputs (or before the parameters
-        are initialized) it lists the declared parameter shapes, with ? for dimensions not yet known."""
+        are initialized) it lists the declared parameter shapes, with ? for dimensions not yet known. With inputs,
+        a hybridized block (or child) raises AssertionError, as in MXNet."""
         rows, handles = [], []
         if inputs:
+            # As MXNet: per-layer output shapes are only reported for a block run eagerly.
+            active = []
+            self.apply(lambda b: active.append(b) if getattr(b, "_active", False) else None)
+            assert not active, f'"{active[0].name}" must not be hybridized to print summary.'
+
             def record(block, args, out):
                 outs = out if isinstance(out, (list, tuple)) else [out]
                 shapes = [tuple(o.shape) for o in outs if isinstance(o, NDArray)]
                 rows.append((block, shapes))
 
             self.apply(lambda b: handles.append(b.register_forward_hook(record)))
-            token = cached_graph.EAGER.set(True)      # per-layer hooks need the eager path, hybridized or not
+            token = cached_graph.EAGER.set(True)      # per-layer hooks need the eager path
             try:
                 self(*inputs)
             finally:
