@@ -210,6 +210,12 @@ class SymbolBlock(HybridBlock):
 
     # ------------------------------------------------------------------ text
     def __repr__(self):
+        """MXNet 1.x's form: 'SymbolBlock(\n<Symbol name> : n_inputs -> n_outputs\n)' (describe() lists more)."""
+        sym = self._symbol
+        return f"{type(self).__name__}(\n{sym!r} : {len(self._input_names)} -> {len(sym.list_outputs())}\n)"
+
+    def describe(self):
+        """The graph's size, inputs, outputs and every parameter with its shape, dtype and kind."""
         sym = self._symbol
         n_ops = sum(1 for n in sym._nodes() if n.op is not None)
         lines = [f"SymbolBlock({n_ops} ops)", f"  inputs: {', '.join(self._input_names) or '-'}",
