@@ -246,8 +246,17 @@ class Block:
                                  f"which contains parameters {_abbrev(params)}. Set ignore_extra=True to ignore.")
             _load_into(params[name], value, ctx, cast_dtype, dtype_source)
 
-    save_params = save_parameters
-    load_params = load_parameters
+    def save_params(self, filename):
+        """MXNet 1.x's deprecated form: a legacy file, the parameters' global names with this block's prefix
+        stripped (what a SymbolBlock of the same graph, or load_params, reads back)."""
+        warnings.warn("save_params is deprecated. Please use save_parameters. Note that if you want to load from "
+                      "SymbolBlock later, please use export instead.", MXNetWarning, stacklevel=2)
+        self.collect_params().save(filename, strip_prefix=self.prefix)
+
+    def load_params(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
+        """MXNet 1.x's deprecated form of load_parameters (which reads legacy files too)."""
+        warnings.warn("load_params is deprecated. Please use load_parameters.", MXNetWarning, stacklevel=2)
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     def save(self, prefix):
         """MXNet 1.9's `Block.save`: `prefix-model.json` (the block tree; hybridized blocks carry their traced
