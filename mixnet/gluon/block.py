@@ -488,7 +488,13 @@ class HybridBlock(Block):
                 bound = self._keywords_as_positions(args, kwargs)
                 if bound is not None:
                     args, kwargs = bound, {}
-            if not kwargs and args and all(a is None or isinstance(a, (NDArray, list, tuple)) for a in args):
+            if not kwargs and args:
+                bad = [a for a in args if not (a is None or isinstance(a, (NDArray, list, tuple)))]
+                if bad:
+                    from .utils import InvalidArgument
+                    raise InvalidArgument(f"When hybridized, the input of HybridBlock {self.name!r} must be (nested) "
+                                          f"lists of NDArrays (or None), but got {bad[0]!r} of type "
+                                          f"{type(bad[0]).__name__} (as in MXNet; call it unhybridized instead)")
                 return cached_graph.call_hybridized(self, args)
         return self._run_eager(args, kwargs)
 

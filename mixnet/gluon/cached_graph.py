@@ -270,6 +270,8 @@ def call_hybridized(block, args):
             block._warned_hooks = True
         return _eager(block, args)
     flat, structure = flatten(args)
+    _check_argument_structure(block, structure)
+    _check_one_device(block, flat)
     key = signature(flat, structure)
     graph = block._cached_graphs.get(key)
     if graph is None:
@@ -283,6 +285,33 @@ def call_hybridized(block, args):
         block._checks_left -= 1
         return checked_call(block, graph, args, flat, _eager)
     return graph.run(block, flat)
+
+
+def _check_argument_structure(block, structure):
+    """As MXNet's cached op: the structure of the first call's arguments (which are None, how lists nest) is
+    fixed until the caches are cleared; a later call may only add or drop trailing None arguments (defaults)."""
+    if not block._cached_graphs:
+        block._in_structure = structure
+        return
+    stored = block._in_structure
+    if structure == stored:
+        return
+    short, long = sorted((stored[1], structure[1]), key=len)
+    if len(short) == len(long) or long[:len(short)] != short or any(p is not None for p in long[len(short):]):
+        from .utils import InvalidArgument
+        raise InvalidArgument(f"The argument structure of HybridBlock {block.name!r} does not match the cached "
+                              f"version. Stored format = {stored}, input format = {structure}")
+
+
+def _check_one_device(block, flat):
+    """A hybridized block runs on one device (pinned or shared CPU memory counts as the CPU's), as in MXNet."""
+    devices = {("cpu", a.context.device_id) if a.context.device_type in ("cpu_pinned", "cpu_shared") else
+               (a.context.device_type, a.context.device_id) for a in flat}
+    if len(devices) > 1:
+        from .utils import InvalidArgument
+        raise InvalidArgument(f"HybridBlock {block.name!r}: found multiple contexts in the input "
+                              f"({', '.join(str(a.context) for a in flat)}); after hybridize() a block supports "
+                              "one input context")
 
 
 def _trace(block, args, key):
