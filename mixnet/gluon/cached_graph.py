@@ -151,6 +151,7 @@ class CachedGraph:
         self.fusion = config.FUSE               # Numba kernels on CPU, CUDA through cupy on GPU
         self.static_alloc = bool(flags.get("static_alloc", False))
         self.mirror = bool(flags.get("mirror", config.MIRROR))
+        self.inline_limit = flags.get("inline_limit", 2)   # autograd.get_symbol inlines graphs this small
         self._inference = None
         self._training = {}
         self._building = threading.Lock()      # threads making a plan's first call at once build it once
@@ -184,7 +185,7 @@ class CachedGraph:
         is_train = autograd.is_training()
         mask = tuple(x._node is not None for x in inputs) if autograd.is_recording() else ()
         if any(mask):
-            outs = self.training(mask).run(inputs, is_train)
+            outs = self.training(mask).run(inputs, is_train, self.inline_limit)
         else:
             results = self.inference.run([x._data for x in inputs], is_train)
             outs = [_wrap(r.copy() if any(r is x._data for x in inputs) else r, self.ctx) for r in results]
