@@ -433,6 +433,7 @@ class HybridBlock(Block):
         super().__init__(prefix, params)
         self._active = False
         self._flags = {}
+        self._op_hook = None                # (callback, monitor_all) from register_op_hook
         self._cached_graphs = {}
         self._trace_lock = threading.RLock()     # one trace per new signature when threads call at once
         self._last_graph = None
@@ -585,6 +586,15 @@ class HybridBlock(Block):
         params = {name: p.data(ctx) for name, p in self._reg_params.items()}
         from .. import ndarray as F
         return self.hybrid_forward(F, x, *args, **params)
+
+    def register_op_hook(self, callback, monitor_all=False):
+        """callback(output name, op name, NDArray) for every op output of this block's hybridized runs (and,
+        with monitor_all, every op input first), named as MXNet names them ('dense0_fwd_output',
+        'dense0_fwd_data'); the graph then runs op by op. Registered on the children too, as in MXNet."""
+        for child in self._children.values():
+            if isinstance(child, HybridBlock):
+                child.register_op_hook(callback, monitor_all)
+        self._op_hook = (callback, monitor_all)
 
     def _op_names(self):
         """While tracing: the name scope of the ops this block records, as MXNet's trace makes them (the

@@ -191,11 +191,11 @@ class CachedGraph:
             outs = [_wrap(r.copy() if any(r is x._data for x in inputs) else r, self.ctx) for r in results]
         return unflatten(list(outs), self.out_structure)
 
-    def interpret(self, block, flat):
+    def interpret(self, block, flat, monitor=None):
         """Runs the graph op by op through the dispatch door (each op recorded like eager code): check mode
-        observes this run."""
+        and op hooks (monitor(node, inputs, outputs) after each node) observe this run."""
         from ..symbol.executor import run_graph
-        outs = run_graph(self.plan, dict(zip(self.names, self._inputs(flat))), self.ctx)
+        outs = run_graph(self.plan, dict(zip(self.names, self._inputs(flat))), self.ctx, monitor)
         return unflatten(list(outs), self.out_structure)
 
 
@@ -282,10 +282,24 @@ def call_hybridized(block, args):
                 graph, first_result = _trace(block, args, key)
                 if first_result is not None:
                     return first_result
+    if block._op_hook is not None:
+        return graph.interpret(block, flat, _op_monitor(*block._op_hook))
     if block._checks_left > 0:
         block._checks_left -= 1
         return checked_call(block, graph, args, flat, _eager)
     return graph.run(block, flat)
+
+
+def _op_monitor(callback, monitor_all):
+    """HybridBlock.register_op_hook's callback(name, op name, array) for each node's outputs (`<node>_output`)
+    and, with monitor_all, its inputs first (`<node>_<input name>`), as MXNet names them."""
+    def monitor(node, inputs, outputs):
+        if monitor_all:
+            for name, arr in zip(node.input_names(), inputs):
+                callback(f"{node.name}_{name}", node.op.name, arr)
+        for name, arr in zip(node.output_names(), outputs):
+            callback(name, node.op.name, arr)
+    return monitor
 
 
 def _check_argument_structure(block, structure):
