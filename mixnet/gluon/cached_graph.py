@@ -295,7 +295,7 @@ def _op_monitor(callback, monitor_all):
     and, with monitor_all, its inputs first (`<node>_<input name>`), as MXNet names them."""
     def monitor(node, inputs, outputs):
         if monitor_all:
-            for name, arr in zip(node.input_names(), inputs):
+            for name, arr in zip(node.monitor_input_names(), inputs):
                 callback(f"{node.name}_{name}", node.op.name, arr)
         for name, arr in zip(node.output_names(), outputs):
             callback(name, node.op.name, arr)

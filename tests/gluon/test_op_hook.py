@@ -29,3 +29,19 @@ def test_outputs_and_inputs_with_mxnets_names():
     assert seen[1][2] == (2, 3) and seen[2][2] == (2,)
     np.testing.assert_allclose(y.asnumpy(), y2.asnumpy())
     assert model[0]._op_hook is not None           # the children have it too
+
+
+def test_ops_without_listed_input_names_call_them_input0():
+    # MXNet 1.9.1: Activation, Flatten, reshape, the unary/scalar/reduce families name their inputs input<i>;
+    # Pooling, LeakyReLU, squeeze, binary ops (lhs/rhs) name them.
+    model = nn.HybridSequential(prefix="m_")
+    with model.name_scope():
+        model.add(nn.Activation("relu"), nn.LeakyReLU(0.1), nn.Flatten())
+    model.initialize()
+    model.hybridize()
+    seen = []
+    model.register_op_hook(lambda name, op, arr: seen.append(name), monitor_all=True)
+    model(mx.nd.ones((2, 3, 4)))
+    # (MXNet calls Flatten's output 'm_flatten0_flatten0_0' here; mixnet '..._output')
+    assert seen[:5] == ["m_relu0_fwd_input0", "m_relu0_fwd_output", "m_leakyrelu0_fwd_data",
+                        "m_leakyrelu0_fwd_output", "m_flatten0_flatten0_input0"]
