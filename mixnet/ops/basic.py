@@ -308,7 +308,7 @@ def _reshape(xp, x, shape, reverse):
 
 
 register(OpDef(
-    name="Reshape", kernel=_reshape, aliases=("reshape",), kind="shape",
+    name="Reshape", kernel=_reshape, aliases=("reshape",), kind="shape", named_inputs=False,
     attrs={"shape": Attr(parse_shape, ()), "reverse": Attr(parse_bool, False)},
     grad=lambda c, g: (call("Reshape", g, shape=c.inputs[0].shape),),
     infer=lambda shapes, dtypes, shape, reverse: ([reshape_shape(shapes[0], shape, reverse)], [dtypes[0]]),

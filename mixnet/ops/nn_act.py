@@ -505,7 +505,7 @@ def _ref_softmax_act(x, mode="instance"):
 
 
 register(OpDef(
-    name="SoftmaxActivation", kernel=_k_softmax_act, grad=_g_softmax_act,
+    name="SoftmaxActivation", kernel=_k_softmax_act, grad=_g_softmax_act, named_inputs=False,
     infer=lambda shapes, dtypes, mode: ([_softmax_act_check(shapes[0], mode)], [dtypes[0]]),
     attrs={"mode": Attr(choice("channel", "instance"), "instance")},
     test=OpTest(ref=_ref_softmax_act, cases=(

@@ -310,7 +310,7 @@ class Executor:
         monitor_all, its inputs first (`<node>_<input name>`)."""
         def monitor(node, inputs, outputs):
             if monitor_all:
-                for name, arr in zip(node.input_names(), inputs):
+                for name, arr in zip(node.monitor_input_names(), inputs):
                     callback(f"{node.name}_{name}", arr)
             for name, arr in zip(node.output_names(), outputs):
                 callback(name, arr)

@@ -470,6 +470,16 @@ class Symbol:
     def astype(self, dtype):
         return _call("Cast", self, dtype=dtype)
 
+    # MXNet's Symbol accepts NDArray's `inplace` here and ignores it: a graph node is never a view of its input
+    def flatten(self, inplace=False, **kwargs):
+        return _call("Flatten", self, **kwargs)
+
+    def squeeze(self, axis=None, inplace=False, **kwargs):
+        return _call("squeeze", self, axis=axis, **kwargs)
+
+    def expand_dims(self, axis, inplace=False, **kwargs):
+        return _call("expand_dims", self, axis=axis, **kwargs)
+
     def __getattr__(self, name):
         # fluent methods (x.sum(axis=1), x.exp(), x.swapaxes(1, 2)) from the registry
         if name.startswith("_"):
