@@ -304,7 +304,9 @@ def _op_monitor(callback, monitor_all):
 
 def _check_argument_structure(block, structure):
     """As MXNet's cached op: the structure of the first call's arguments (which are None, how lists nest) is
-    fixed until the caches are cleared; a later call may only add or drop trailing None arguments (defaults)."""
+    fixed until the caches are cleared (ValueError otherwise). A later call may add or drop trailing arguments:
+    MXNet allows that for None ones only; mixnet also for given ones, which re-traces (a loss called with and
+    without its optional sample_weight works hybridized as it does eagerly)."""
     if not block._cached_graphs:
         block._in_structure = structure
         return
@@ -312,7 +314,7 @@ def _check_argument_structure(block, structure):
     if structure == stored:
         return
     short, long = sorted((stored[1], structure[1]), key=len)
-    if len(short) == len(long) or long[:len(short)] != short or any(p is not None for p in long[len(short):]):
+    if len(short) == len(long) or long[:len(short)] != short:
         from .utils import InvalidArgument
         raise InvalidArgument(f"The argument structure of HybridBlock {block.name!r} does not match the cached "
                               f"version. Stored format = {stored}, input format = {structure}")
