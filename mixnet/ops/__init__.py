@@ -13,3 +13,4 @@ from . import elemwise, basic, reduce, shape, indexing, sort, creation, random, 
 from . import contrib  # noqa: F401
 
 __all__ = ["registry", "dispatch", "attrs"]
+from . import random_unique  # noqa: F401
