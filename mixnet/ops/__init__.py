@@ -14,3 +14,4 @@ from . import contrib  # noqa: F401
 
 __all__ = ["registry", "dispatch", "attrs"]
 from . import random_unique  # noqa: F401
+from . import random_pdf  # noqa: F401

@@ -24,6 +24,7 @@ from ..ndarray.ndarray import NDArray, _wrap
 from ..ndarray import zeros
 from ..ops import dispatch, registry
 from .infer import infer_graph, known
+from .._shape_mode import shape_is_unknown
 
 __all__ = ["Executor", "evaluate", "run_graph", "simple_bind"]
 
@@ -32,7 +33,8 @@ def creation_shapes(symbol, shapes, dtypes):
     """Shapes for creation nodes with unknown (0) dims, e.g. RNN begin states `_zeros(shape=(L, 0, H))`,
     inferred from the consumers and the given input shapes/dtypes ({name: shape}, {name: dtype})."""
     nodes = symbol._nodes()
-    pending = [n for n in nodes if n.op is not None and n.op.creates and 0 in tuple(n.attrs.get("shape", (1,)))]
+    pending = [n for n in nodes if n.op is not None and n.op.creates
+               and shape_is_unknown(n.attrs.get("shape", (1,)))]
     if not pending:
         return {}
     eshape, _ = infer_graph(nodes, dict(shapes), dict(dtypes), True)

@@ -57,6 +57,8 @@ def normal(loc=0, scale=1, shape=None, dtype=None, **kwargs):
 def randn(*shape, loc=0, scale=1, dtype=None, **kwargs):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    # MXNet drops Symbol keyword arguments here (_random_normal has no inputs): randn(data=s) is randn()
+    kwargs = {k: v for k, v in kwargs.items() if not isinstance(v, _Symbol)}
     return _random_helper("normal", ("loc", "scale"), [loc, scale], shape or None, dtype, kwargs)
 
 
