@@ -59,6 +59,7 @@ class Parameter:
         self._deferred_init = None     # (init, ctx_list, default_init, data) while the shape is unknown
         self._var, self._var_key = None, None      # the cached symbol variable (see var())
         self.attributes = {}
+        self._trainer = None           # weakref to the Trainer that updates it (set by the Trainer)
 
     def __repr__(self):
         return f"Parameter {self.name} (shape={self._shape}, dtype={np.dtype(self.dtype).name})"
@@ -235,6 +236,11 @@ class Parameter:
             self._deferred_init = self._deferred_init[:3] + (data,)
             self._finish_deferred_init()
             return
+        # a KVStore that updates the weights holds its own copy: MXNet drops the store, to refill it next step
+        trainer = self._trainer() if self._trainer is not None else None
+        if trainer is not None and trainer._kv_initialized and trainer._update_on_kvstore \
+                and self not in trainer._params_to_init:
+            trainer._reset_kvstore()
         for arr in self._data:
             with autograd.pause():
                 arr[:] = data.as_in_context(arr.context).astype(arr.dtype, copy=False)

@@ -18,6 +18,8 @@ exactly) and the lr_scheduler's state. The file is written atomically. MXNet's p
 with an explanation (unpickling can run arbitrary code). load_states checks the whole file against the trainer's
 parameters and optimizer before it changes anything.
 """
+import weakref
+
 import numpy as np
 
 from ..base import MXNetError
@@ -49,6 +51,7 @@ class Trainer:
             seen.add(id(param))
             self._param2idx[param.name] = len(self._params)
             self._params.append(param)
+            param._trainer = weakref.ref(self)     # so that loading new values resets the KVStore's copies
         self._compression_params = compression_params
         self._contexts = self._check_contexts()
         optimizer_params = optimizer_params if optimizer_params else {}
@@ -89,7 +92,8 @@ class Trainer:
         self._updaters = [opt.get_updater(self._optimizer) for _ in (self._contexts or [None])]
 
     def _reset_kvstore(self):
-        if self._kvstore is not None and self._update_on_kvstore:
+        """Forgets the KVStore (and its copies of the weights); the next step creates and fills it again."""
+        if self._kvstore is not None and "dist" in self._kvstore.type:
             raise RuntimeError("Cannot reset distributed KVStore.")
         self._kv_initialized = False
         self._kvstore = None
@@ -121,6 +125,10 @@ class Trainer:
             if self._compression_params:
                 kv.set_gradient_compression(self._compression_params)
             self._update_on_kvstore = True if update_on_kvstore is None else bool(update_on_kvstore)
+            if self._update_on_kvstore and not kv.is_capable(kvs.KVStore.OPTIMIZER):
+                if update_on_kvstore:
+                    raise ValueError(f"Please set update_on_kvstore=False when training with {type(kv)}")
+                self._update_on_kvstore = False
             if self._update_on_kvstore:
                 kv.set_optimizer(self._optimizer)
         self._kvstore = kv
