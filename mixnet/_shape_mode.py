@@ -27,6 +27,7 @@ def legacy_shape_error(shape):
     shape = tuple(shape)
     if NP_SHAPE.get() or (shape and 0 not in shape):
         return None
-    what = "a scalar (shape ())" if not shape else "a zero-size dimension"
-    return (f"shape {shape} is {what}, which MXNet 1.x's legacy shape semantics read as unknown; use "
+    what = "a scalar" if not shape else "has a zero-size dimension"
+    what = "is " + what if not shape else what
+    return (f"shape {shape} {what}, which MXNet 1.x's legacy shape semantics read as unknown; use "
             "`with mx.np_shape():` (or mx.util.set_np_shape(True)) for scalar and zero-size arrays")

@@ -41,7 +41,14 @@ def _dtype_or(default):
 # samplers: numpy draws from parameters (scalars or broadcastable arrays) and a size
 def _uniform(rng, size, low, high):
     low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
-    return low + (high - low) * rng.random(size)
+    if low.ndim or high.ndim:
+        return low + (high - low) * rng.random(size)
+    values = rng.random(size)             # scalar bounds: scaled in place, no temporaries of the sample's size
+    if high - low != 1:
+        values *= high - low
+    if low != 0:
+        values += low
+    return values
 
 
 def _normal(rng, size, loc, scale):

@@ -1019,6 +1019,12 @@ class SignSGD(Signum):
         super().__init__(learning_rate=learning_rate, momentum=momentum, wd_lh=wd_lh, **kwargs)
 
 
+def _norm32(xp, x):
+    """||x||_2 in float32, as a dot product (no squared copy of x; LAMB computes it for every layer)."""
+    flat = (x if x.dtype == np.float32 else x.astype(np.float32)).reshape(-1)
+    return xp.sqrt(xp.dot(flat, flat))
+
+
 @register
 class LAMB(Optimizer):
     """LAMB (MXNet's lamb_update_phase1/phase2): `g = clip(rescale_grad*grad)`, Adam moments, with
@@ -1057,8 +1063,7 @@ class LAMB(Optimizer):
         upd = m_hat / (xp.sqrt(v_hat) + _f32(self.epsilon))
         if wd:
             upd += _f32(wd) * w
-        r1 = xp.sqrt(xp.sum(w.astype(np.float32) ** 2))
-        r2 = xp.sqrt(xp.sum(upd.astype(np.float32) ** 2))
+        r1, r2 = _norm32(xp, w), _norm32(xp, upd)
         if self.lower_bound:
             r1 = xp.maximum(r1, _f32(self.lower_bound))
         if self.upper_bound:
