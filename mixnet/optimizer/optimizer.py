@@ -1051,16 +1051,16 @@ class LAMB(Optimizer):
         grad = _rescaled(xp, g, w, self.rescale_grad, 0, self.clip_gradient, wd_first=False)
         m, v = state[0]._data, state[1]._data
         b1, b2 = _f32(self.beta1), _f32(self.beta2)
+        # in place where the buffers allow: LAMB runs over whole models, and each temporary is a pass over memory
         m *= b1
         m += (_f32(1) - b1) * grad
         v *= b2
-        v += (_f32(1) - b2) * grad * grad
-        if self.bias_correction:
-            m_hat = m / _f32(1. - self.beta1 ** t)
-            v_hat = v / _f32(1. - self.beta2 ** t)
-        else:
-            m_hat, v_hat = m, v
-        upd = m_hat / (xp.sqrt(v_hat) + _f32(self.epsilon))
+        grad *= grad                      # grad is _rescaled's fresh buffer
+        grad *= _f32(1) - b2
+        v += grad
+        upd = xp.sqrt(v / _f32(1. - self.beta2 ** t)) if self.bias_correction else xp.sqrt(v)
+        upd += _f32(self.epsilon)
+        xp.divide(m / _f32(1. - self.beta1 ** t) if self.bias_correction else m, upd, out=upd)
         if wd:
             upd += _f32(wd) * w
         r1, r2 = _norm32(xp, w), _norm32(xp, upd)
