@@ -152,9 +152,9 @@ def _all_close_fast(a, b, rtol, atol):
     a = a.astype(np.float32) if a.dtype == np.float16 else a
     b = b.astype(np.float32) if b.dtype == np.float16 else b
     with np.errstate(all="ignore"):
-        diff = np.subtract(a, b)               # two temporaries, reused in place (optimizer tests compare
-        np.abs(diff, out=diff)                 # millions of elements per call)
-        bound = np.abs(b)
+        diff = np.asarray(a - b)               # two temporaries, reused in place (optimizer tests compare
+        np.abs(diff, out=diff)                 # millions of elements per call); asarray: 0-d inputs give
+        bound = np.asarray(np.abs(b))          # numpy scalars
         bound *= rtol
         bound += atol
         return bool(np.all(diff <= bound))

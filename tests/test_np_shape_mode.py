@@ -60,3 +60,10 @@ def test_backward_before_forward_runs_the_forward():
                                          args_grad={"x": mx.nd.zeros((2,))})
     exe.backward(mx.nd.array([1.0, 2.0, 3.0, 4.0]))
     np.testing.assert_array_equal(exe.grad_dict["x"].asnumpy(), [4.0, 6.0])
+
+
+def test_almost_equal_on_scalar_arrays():
+    from mixnet.test_utils import almost_equal, assert_almost_equal
+    assert_almost_equal(np.array(1.0, dtype=np.float32), np.array(1.0, dtype=np.float32))
+    assert almost_equal(np.array(1.0, dtype=np.float16), np.array(1.0005, dtype=np.float16))
+    assert not almost_equal(np.array(1.0), np.array(2.0))
