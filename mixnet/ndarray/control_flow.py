@@ -69,7 +69,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
     """Runs func(*loop_vars) -> (step_output, new_loop_vars) while cond(*loop_vars); step outputs are stacked on
     axis 0 and padded with zero rows to max_iterations (MXNet pads with uninitialized memory), nested as func
     returns them (a single array, or lists). No step run: no outputs ([]), as in MXNet."""
-    from . import concat, stack, zeros
+    from . import _zeros, concat, stack
     if _traced(loop_vars):
         from ..symbol import contrib
         return contrib.while_loop(cond, func, loop_vars, max_iterations)
@@ -99,7 +99,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
         stacked = stack(*rows, axis=0)
         pad = max_iterations - len(rows)
         if pad:
-            zero_rows = zeros((pad,) + rows[0].shape, ctx=rows[0].context, dtype=rows[0].dtype)
+            zero_rows = _zeros(shape=(pad,) + rows[0].shape, ctx=rows[0].context, dtype=rows[0].dtype)
             stacked = concat(stacked, zero_rows, dim=0)
         outputs.append(stacked)
     # nested as func returned them: a single array stays single (MXNet 1.9.1's regrouping)

@@ -15,3 +15,5 @@ from . import image  # noqa: F401
 from . import attention, correlation, roi, quantization, deformable, proposal  # noqa: F401
 
 __all__ = ["registry", "dispatch", "attrs"]
+from . import random_unique  # noqa: F401
+from . import random_pdf  # noqa: F401

@@ -1081,6 +1081,12 @@ class SignSGD(Signum):
         super().__init__(learning_rate=learning_rate, momentum=momentum, wd_lh=wd_lh, **kwargs)
 
 
+def _norm32(xp, x):
+    """||x||_2 in float32, as a dot product (no squared copy of x; LAMB computes it for every layer)."""
+    flat = (x if x.dtype == np.float32 else x.astype(np.float32)).reshape(-1)
+    return xp.sqrt(xp.dot(flat, flat))
+
+
 @register
 class LAMB(Optimizer):
     """LAMB (MXNet's lamb_update_phase1/phase2): `g = clip(rescale_grad*grad)`, Adam moments, with
@@ -1107,20 +1113,19 @@ class LAMB(Optimizer):
         grad = _rescaled(xp, g, w, self.rescale_grad, 0, self.clip_gradient, wd_first=False)
         m, v = state[0]._data, state[1]._data
         b1, b2 = _f32(self.beta1), _f32(self.beta2)
+        # in place where the buffers allow: LAMB runs over whole models, and each temporary is a pass over memory
         m *= b1
         m += (_f32(1) - b1) * grad
         v *= b2
-        v += (_f32(1) - b2) * grad * grad
-        if self.bias_correction:
-            m_hat = m / _f32(1. - self.beta1 ** t)
-            v_hat = v / _f32(1. - self.beta2 ** t)
-        else:
-            m_hat, v_hat = m, v
-        upd = m_hat / (xp.sqrt(v_hat) + _f32(self.epsilon))
+        grad *= grad                      # grad is _rescaled's fresh buffer
+        grad *= _f32(1) - b2
+        v += grad
+        upd = xp.sqrt(v / _f32(1. - self.beta2 ** t)) if self.bias_correction else xp.sqrt(v)
+        upd += _f32(self.epsilon)
+        xp.divide(m / _f32(1. - self.beta1 ** t) if self.bias_correction else m, upd, out=upd)
         if wd:
             upd += _f32(wd) * w
-        r1 = xp.sqrt(xp.sum(w.astype(np.float32) ** 2))
-        r2 = xp.sqrt(xp.sum(upd.astype(np.float32) ** 2))
+        r1, r2 = _norm32(xp, w), _norm32(xp, upd)
         if self.lower_bound:
             r1 = xp.maximum(r1, _f32(self.lower_bound))
         if self.upper_bound:

@@ -21,9 +21,10 @@ from ..base import MXNetError
 from ..context import Context, current_context
 from ..ndarray import ndarray as nd_module
 from ..ndarray.ndarray import NDArray, _wrap
-from ..ndarray import zeros
+from ..ndarray import _zeros as _zeros_op
 from ..ops import dispatch, registry
 from .infer import infer_graph, known
+from .._shape_mode import shape_is_unknown
 
 __all__ = ["Executor", "evaluate", "run_graph", "simple_bind"]
 
@@ -32,7 +33,8 @@ def creation_shapes(symbol, shapes, dtypes):
     """Shapes for creation nodes with unknown (0) dims, e.g. RNN begin states `_zeros(shape=(L, 0, H))`,
     inferred from the consumers and the given input shapes/dtypes ({name: shape}, {name: dtype})."""
     nodes = symbol._nodes()
-    pending = [n for n in nodes if n.op is not None and n.op.creates and 0 in tuple(n.attrs.get("shape", (1,)))]
+    pending = [n for n in nodes if n.op is not None and n.op.creates
+               and shape_is_unknown(n.attrs.get("shape", (1,)))]
     if not pending:
         return {}
     eshape, _ = infer_graph(nodes, dict(shapes), dict(dtypes), True)
@@ -142,7 +144,8 @@ def _grad_reqs(names, grad_req):
 
 
 def _zeros(shape, dtype, ctx):
-    return zeros(shape, ctx=ctx, dtype=dtype)
+    # the op itself: bound arrays may be scalars or zero-size, which the public nd.zeros refuses in legacy mode
+    return _zeros_op(shape=shape, ctx=ctx, dtype=dtype)
 
 
 def _view(arr, shape):
@@ -281,7 +284,9 @@ class Executor:
         if not any(r != "null" for r in self._reqs.values()):
             return
         if self._heads is None:
-            raise MXNetError("backward: call forward() first")
+            # MXNet's backward before any forward reads whatever its output buffers hold (enough for gradients
+            # that need only the head gradients, as tile's); mixnet runs the training forward they stand for
+            self.forward(is_train=True)
         if out_grads and len(out_grads) < len(self._heads):      # extra ones are ignored, as MXNet does
             raise MXNetError(f"backward: {len(out_grads)} head gradients given for the {len(self._heads)} "
                              f"outputs {self._out_names}")
@@ -292,6 +297,8 @@ class Executor:
             g = out_grads[i] if out_grads else None
             if g is None:
                 g = nd_module.ones_like_array(head)
+            elif g.size == 0 and head.size == 0:
+                g = head.zeros_like()            # nothing to copy: MXNet accepts any zero-size head gradient
             elif tuple(g.shape) != tuple(head.shape):
                 raise MXNetError(f"backward: the head gradient of output {self._out_names[i]!r} has shape "
                                  f"{tuple(g.shape)}, the output {tuple(head.shape)}")

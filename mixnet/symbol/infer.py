@@ -20,6 +20,7 @@ from ..base import MXNetError
 from ..ops import common
 from ..serialization import DTYPE_CODES
 from ..ops.attrs import parse_shape
+from .._shape_mode import is_np_shape, shape_is_unknown
 
 __all__ = ["infer_graph", "infer_subgraph", "known"]
 
@@ -164,6 +165,17 @@ def _var_shape(node):
     return common.check_shape(tuple(0 if d == -1 else d for d in shape), f"variable {node.name!r}: __shape__")
 
 
+def creation_shape(node):
+    """A creation node's output shape as its `shape` attribute gives it, 0 marking unknown dims; None when even
+    the rank is unknown (`()` in legacy shape mode: MXNet then takes the shape from the consumers)."""
+    shape = tuple(node.attrs.get("shape", (1,)))
+    if not shape_is_unknown(shape):
+        return tuple(_node_infer(node, [], [])[0][0])
+    if not shape and not is_np_shape():
+        return None
+    return tuple(0 if d in (0, -1) and (d == -1 or not is_np_shape()) else d for d in shape)
+
+
 def _node_infer(node, ins, din):
     """common.infer for one node, its errors naming the node and its user line."""
     try:
@@ -273,9 +285,13 @@ def _infer_nodes(nodes, shapes, dtypes, partial):
             d = np.dtype(d) if d is not None else _var_dtype(node)
             if d is not None:
                 edtype[(id(node), 0)] = d
-        elif node.op.creates:              # a 0 in its shape attribute stays an unknown dimension
-            (eshape[(id(node), 0)],), (d,) = _node_infer(node, [], [])
-            edtype[(id(node), 0)] = np.dtype(d)
+        elif node.op.creates:              # an unknown part of its shape attribute stays unknown
+            shape = creation_shape(node)
+            if shape is not None:
+                eshape[(id(node), 0)] = shape
+            # the dtype does not depend on the shape: ask the op with a stand-in shape
+            attrs = node.attrs if shape is not None else dict(node.attrs, shape=(1,))
+            edtype[(id(node), 0)] = np.dtype(common.infer(node.op, [], [], attrs)[1][0])
     ops = [n for n in nodes if n.op is not None and not (n.op.creates and not n.inputs)]
     state = (eshape, edtype, partial, {}, set())     # ..., the input shapes a rule last saw, the nodes inferred
     # Sweeps alternate forward and backward (shapes a consumer fixes flow back to producers) until nothing changes.
@@ -387,7 +403,7 @@ def _infer_node(node, state):
     elif node.op.kind == "broadcast" and len(ins) == 2 and ins[0] is not None and ins[1] is not None \
             and len(ins[0]) == len(ins[1]):
         changed = _broadcast_partial(node, ins, state) or changed
-    elif node.op.name in _SYMBOL_ARITHMETIC and (ins[0] is None) != (ins[1] is None):
+    elif node.op.kind == "broadcast" and len(ins) == 2 and (ins[0] is None) != (ins[1] is None):
         changed = _operand_like_other(node, ins, state) or changed
     return changed
 
@@ -397,12 +413,16 @@ _SYMBOL_ARITHMETIC = frozenset({"broadcast_add", "broadcast_sub", "broadcast_mul
 
 
 def _operand_like_other(node, ins, state):
-    """A variable operand of unknown shape takes the other operand's shape, as MXNet's elementwise `_Plus` (what
-    Symbol `+` is there) infers either input from the other: `scores + mask_variable` binds with the mask's shape
-    unstated. Only a wholly unknown variable is filled, never a known shape (mixnet's `+` broadcasts)."""
+    """An operand of unknown shape takes the other operand's shape, as MXNet's elementwise `_Plus` (what Symbol
+    `+` is there) infers either input from the other. Two cases: a variable operand of Symbol `+ - * /`
+    (`scores + mask_variable` binds with the mask's shape unstated), and a creation node of unknown rank (shape
+    `()` in legacy mode) in any broadcasting binary op (`sym.random.normal() + x`). Only a wholly unknown operand
+    is filled, never a known shape (mixnet's `+` broadcasts)."""
     slot = 0 if ins[0] is None else 1
     src, idx = node.inputs[slot]
-    if src.op is not None:
+    is_variable = src.op is None and node.op.name in _SYMBOL_ARITHMETIC
+    is_rankless_creation = src.op is not None and src.op.creates and not src.inputs
+    if not (is_variable or is_rankless_creation):
         return False
     state[0][(id(src), idx)] = tuple(ins[1 - slot])
     return True

@@ -511,6 +511,11 @@ def _symbol_inputs(op, entries):
     return out
 
 
+# Keyword arguments of any op that MXNet keeps as node attributes `__<key>__` (not op parameters); the variables
+# the node creates for its missing inputs inherit them (`FullyConnected(..., lr_mult=0)` freezes its weight).
+HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
+
+
 def create_node(op_name, inputs, given, name=None, attr=None, name_hint=None, missing=None):
     """Applies a registry op to Symbol inputs. `given` holds the attributes the user passed (written to JSON in
     MXNet's spelling); `missing` lists input names to auto-create as `<node>_<input>` variables."""
@@ -527,7 +532,7 @@ def create_node(op_name, inputs, given, name=None, attr=None, name_hint=None, mi
     entries = _symbol_inputs(op, [x for x in inputs if x is not None])
     node = Node(op, node_name, attrs, raw, [], user_location())
     if missing:
-        op_raw = {k: v for k, v in raw.items() if not k.startswith("__")}
+        op_raw = {k: v for k, v in raw.items() if not k.startswith("__") or k[2:-2] in HIDDEN_KEYS}
         slots = {n: i for i, n in enumerate(op.input_names(attrs))}
         full = list(inputs)
         for arg in missing:
@@ -568,6 +573,9 @@ def make_function(op, public_name=None):
     def function(*args, name=None, attr=None, out=None, **kwargs):
         if out is not None:
             raise MXNetError(f"{public_name}: out= is not supported for Symbols")
+        hidden = {f"__{k}__": str(kwargs.pop(k)) for k in HIDDEN_KEYS if k in kwargs}
+        if hidden:
+            attr = {**hidden, **(attr or {})}
         inputs, given, missing = bind_symbol_arguments(op, args, kwargs)
         return create_node(op, inputs, given, name=name, attr=attr, name_hint=hint, missing=missing)
     function.__name__ = public_name
