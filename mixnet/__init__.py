@@ -36,3 +36,4 @@ from . import model, callback, module  # noqa: F401  (the legacy Module API: mx.
 from . import module as mod  # noqa: F401
 from . import image, image as img  # noqa: F401  (mx.image / mx.img)
 from . import profiler  # noqa: F401  (mx.profiler: per-op timing, Chrome trace)
+from . import contrib  # noqa: F401  (mx.contrib.text, mx.contrib.nd / sym)
