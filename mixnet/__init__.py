@@ -35,4 +35,5 @@ from . import operator  # noqa: F401  (Python custom ops: registers Custom, adds
 from . import model, callback, module  # noqa: F401  (the legacy Module API: mx.mod, mx.model, mx.callback)
 from . import module as mod  # noqa: F401
 from . import image, image as img  # noqa: F401  (mx.image / mx.img)
-from . import contrib  # noqa: F401  (mx.contrib.autograd: the pre-1.0 autograd API)
+from . import profiler  # noqa: F401  (mx.profiler: per-op timing, Chrome trace)
+from . import contrib  # noqa: F401  (mx.contrib.autograd, mx.contrib.text, mx.contrib.nd / sym)

@@ -1162,4 +1162,4 @@ def verify_generator(generator, buckets, probs, nsamples=1000000, nrepeat=5, suc
     return pvalues
 
 
-from ._test_data import get_cifar10, get_mnist_ubyte  # noqa: E402,F401  (data set fetchers, local files first)
+from ._test_data import download, get_cifar10, get_mnist, get_mnist_ubyte  # noqa: E402,F401  (local files first)

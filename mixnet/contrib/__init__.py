@@ -1,9 +1,6 @@
-"""`mx.contrib`: MXNet 1.x's experimental namespace, as far as user code still reaches it — `mx.contrib.autograd`
-(the pre-1.0 autograd API), and `mx.contrib.ndarray` / `mx.contrib.symbol` (aliases of `mx.nd.contrib` /
-`mx.sym.contrib`)."""
-from . import autograd  # noqa: F401
-from ..ndarray import contrib as ndarray  # noqa: F401
-from ..symbol import contrib as symbol  # noqa: F401
-
-nd = ndarray
-sym = symbol
+"""`mx.contrib`: MXNet 1.x's experimental namespace, as far as user code still reaches it: `autograd` (the
+pre-1.0 autograd API), `text` (token counting and vocabularies), and `ndarray`/`nd`, `symbol`/`sym` (aliases of
+`mx.nd.contrib` / `mx.sym.contrib`)."""
+from . import autograd, text  # noqa: F401
+from ..ndarray import contrib as ndarray, contrib as nd  # noqa: F401
+from ..symbol import contrib as symbol, contrib as sym  # noqa: F401

@@ -570,11 +570,40 @@ class HybridBlock(Block):
                     f"{[tuple(a.shape) for a in args if isinstance(a, NDArray)]}") from None
 
     def infer_shape(self, *args):
-        """Fills unknown (0) parameter dimensions from the inputs; layers with deferred shapes override this."""
-        unknown = [f"{p.name} {p.shape}" for p in self._reg_params.values() if p._data is None]
-        raise DeferredInitializationError(
-            f"{type(self).__name__} {self.name!r} cannot infer the shapes of {', '.join(unknown)} from its inputs: "
-            "give the parameters full shapes, or define infer_shape(self, *inputs) on the block")
+        """Fills unknown (0) parameter dimensions from the inputs, as MXNet does: hybrid_forward runs once on
+        symbol variables and graph shape inference from the inputs' shapes gives the parameters' shapes (a
+        custom block's `shape=(10, 0)` weight used by `F.FullyConnected`, say). Layers with their own rule
+        override this."""
+        shapes, why = self._graph_param_shapes(args)
+        unknown = []
+        for p in self._reg_params.values():
+            if p._data is None:
+                shape = shapes.get(p.name)
+                if shape and all(shape):
+                    p.shape = shape
+                else:
+                    unknown.append(f"{p.name} {p.shape}")
+        if unknown:
+            raise DeferredInitializationError(
+                f"{type(self).__name__} {self.name!r} cannot infer the shapes of {', '.join(unknown)} from its "
+                f"inputs{why}: give the parameters full shapes, or define infer_shape(self, *inputs) on the block")
+
+    def _graph_param_shapes(self, args):
+        """({parameter name: shape inferred from the graph of hybrid_forward}, why not, as text)."""
+        from .. import symbol
+        if type(self).forward is not HybridBlock.forward or not all(isinstance(a, NDArray) for a in args):
+            return {}, ""
+        names = [f"_infer_shape_input{k}" for k in range(len(args))]
+        params = {name: p.var() for name, p in self._reg_params.items()}
+        try:
+            with name_module.Prefix(self.prefix):
+                out = self.hybrid_forward(symbol, *[symbol.var(n) for n in names], **params)
+            if isinstance(out, (list, tuple)):
+                out = symbol.Group(list(out))
+            arg_shapes, _, aux_shapes = out.infer_shape_partial(**{n: a.shape for n, a in zip(names, args)})
+        except Exception as err:       # noqa: BLE001 - any failure of the symbolic run: say why, keep the error
+            return {}, f" (running hybrid_forward on symbols failed: {type(err).__name__}: {err})"
+        return dict(zip(out.list_arguments() + out.list_auxiliary_states(), arg_shapes + aux_shapes)), ""
 
     def forward(self, x, *args):
         if cached_graph.TRACING.get():

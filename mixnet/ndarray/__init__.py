@@ -125,3 +125,4 @@ from . import image  # noqa: E402,F401
 from .fluent import attach_fluent_methods as _attach  # noqa: E402
 
 _attach(globals())
+from . import op  # noqa: E402,F401  (mxnet.ndarray.op: the public op functions)

@@ -16,6 +16,7 @@ from ..context import current_context
 WRAP = None          # (data, ctx) -> NDArray
 RECORD = None        # (op, attrs, inputs, outputs, is_train) -> None
 RANDOM_STATE = None  # ctx -> Generator
+PROFILER = None      # the running mx.profiler recorder, set by mixnet/profiler.py; None (one check) when off
 
 
 def describe_inputs(arrays):
@@ -70,6 +71,8 @@ def apply(op, inputs, attrs):
     mode = MODE.get()
     if mode.tracer is not None:
         return mode.tracer.emit(op, inputs, attrs)
+    if PROFILER is not None and PROFILER.wants(op):
+        return PROFILER.time_op(op, apply, inputs, attrs)   # times this same call, re-entering once
     if inputs:
         ctx = inputs[0]._ctx
         for x in inputs:

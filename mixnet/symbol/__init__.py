@@ -57,3 +57,4 @@ maximum = _symbol_or_scalar("broadcast_maximum", "_maximum_scalar", "_maximum_sc
 minimum = _symbol_or_scalar("broadcast_minimum", "_minimum_scalar", "_minimum_scalar", _builtins.min)
 power = pow = _symbol_or_scalar("broadcast_power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b)
 hypot = _symbol_or_scalar("broadcast_hypot", "_hypot_scalar", "_hypot_scalar", lambda a, b: (a * a + b * b) ** .5)
+from . import op, _internal  # noqa: E402,F401  (mxnet.symbol.op / symbol._internal: op functions by name)
