@@ -286,8 +286,13 @@ class Executor:
             raise MXNetError(f"backward: {len(out_grads)} head gradients given for the {len(self._heads)} "
                              f"outputs {self._out_names}")
         heads, grads = [], []
+        needs = self._needs_grad()
         for i, head in enumerate(self._heads):
             g = out_grads[i] if out_grads else None
+            if not needs[id(self._graph._outputs[i][0])]:
+                # MXNet drops the head gradient of an output whose gradient reaches no argument (shape_array,
+                # argmax, BlockGrad, ...) unread, whatever its shape
+                continue
             if g is None:
                 g = nd_module.ones_like_array(head)
             elif tuple(g.shape) != tuple(head.shape):
@@ -367,19 +372,25 @@ class Executor:
         from .symbol import Symbol
         return Symbol(self._graph._outputs)
 
+    def _needs_grad(self):
+        """{id(node): whether a gradient can flow from the node's outputs to an argument that wants one}: only
+        through differentiable ops and their differentiable inputs."""
+        needs = {}
+        for node in self._graph._nodes():
+            if node.op is None:
+                needs[id(node)] = self._reqs.get(node.name, "null") != "null"
+            else:
+                needs[id(node)] = node.op.differentiable and any(
+                    needs[id(src)] for k, (src, _) in enumerate(node.inputs) if k not in node.op.nondiff_inputs)
+        return needs
+
     def _allocated_bytes(self):
         """The most bytes of intermediate values live at once in a forward: a value lives until its last reader,
         or to the end when backward needs it (it feeds or comes from a node on a gradient path)."""
         from .memory import lifetimes, _nbytes
         eshape, edtype = self._infer()
         nodes = self._graph._nodes()
-        needs = {}                    # node depends on an argument that wants a gradient
-        for node in nodes:
-            if node.op is None:
-                needs[id(node)] = self._reqs.get(node.name, "null") != "null"
-            else:
-                needs[id(node)] = node.op.differentiable and any(
-                    needs[id(src)] for k, (src, _) in enumerate(node.inputs) if k not in node.op.nondiff_inputs)
+        needs = self._needs_grad()
         flows = {id(n) for n, _ in self._graph._outputs}      # a gradient reaches it from an output
         for node in reversed(nodes):
             if id(node) in flows and node.op is not None and node.op.differentiable:
