@@ -20,6 +20,7 @@ from ..ndarray.ndarray import NDArray
 from ..ops import common
 from ..ops.registry import OpDef
 from .graph import Node, raw_from_attrs, topo_order
+from .infer import unknown_creation_dims
 
 __all__ = ["gradient", "head_grad_name"]
 
@@ -171,7 +172,7 @@ def exact_types(symbol, shapes, dtypes):
             eshape[(id(node), 0)], edtype[(id(node), 0)] = tuple(shapes[node.name]), np.dtype(dtypes[node.name])
             continue
         attrs = node.attrs
-        if node.op.creates and 0 in tuple(attrs.get("shape", (1,))):
+        if unknown_creation_dims(node):
             if pending is None:
                 pending = creation_shapes(symbol, shapes, dtypes)
             attrs = dict(attrs, shape=pending[id(node)])

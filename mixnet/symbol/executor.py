@@ -23,16 +23,16 @@ from ..ndarray import ndarray as nd_module
 from ..ndarray.ndarray import NDArray, _wrap
 from ..ndarray import zeros
 from ..ops import dispatch, registry
-from .infer import infer_graph, known
+from .infer import infer_graph, known, unknown_creation_dims
 
 __all__ = ["Executor", "evaluate", "run_graph", "simple_bind"]
 
 
 def creation_shapes(symbol, shapes, dtypes):
-    """Shapes for creation nodes with unknown (0) dims, e.g. RNN begin states `_zeros(shape=(L, 0, H))`,
+    """Shapes for creation nodes with unknown (0 or -1) dims, e.g. RNN begin states `_zeros(shape=(L, 0, H))`,
     inferred from the consumers and the given input shapes/dtypes ({name: shape}, {name: dtype})."""
     nodes = symbol._nodes()
-    pending = [n for n in nodes if n.op is not None and n.op.creates and 0 in tuple(n.attrs.get("shape", (1,)))]
+    pending = [n for n in nodes if n.op is not None and unknown_creation_dims(n)]
     if not pending:
         return {}
     eshape, _ = infer_graph(nodes, dict(shapes), dict(dtypes), True)
@@ -444,7 +444,9 @@ def simple_bind(symbol, ctx, grad_req, type_dict, shapes):
     reqs = _grad_reqs(names, grad_req)
     arg_types, _, aux_types = symbol.infer_type_partial(**(type_dict or {}))
     dtypes = {n: np.dtype(t or np.float32) for n, t in zip(names + aux_names, arg_types + aux_types)}
-    shapes = {k: v for k, v in shapes.items() if v is not None}
+    # only tuples (and lists) are shapes: MXNet's simple_bind skips other keyword values (callers pass op
+    # attributes too)
+    shapes = {k: tuple(v) for k, v in shapes.items() if isinstance(v, (tuple, list))}
     arg_shapes, _, aux_shapes = symbol._infer_shapes((), shapes, dtypes)
     unknown = [n for n, s in zip(names + aux_names, arg_shapes + aux_shapes) if not known(s)]
     if unknown:

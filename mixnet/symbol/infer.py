@@ -18,10 +18,11 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ops import common
+from ..ops import shape as shape_ops
 from ..serialization import DTYPE_CODES
 from ..ops.attrs import parse_shape
 
-__all__ = ["infer_graph", "infer_subgraph", "known"]
+__all__ = ["infer_graph", "infer_subgraph", "known", "unknown_creation_dims"]
 
 # {(id(subgraph), input shapes, input dtypes, partial): result} for the top-level inference running in this
 # context (None outside one)
@@ -170,6 +171,22 @@ def _node_infer(node, ins, din):
         raise MXNetError(f"infer_shape error in node {node.name!r}{where}: {err}") from None
 
 
+def unknown_creation_dims(node):
+    """Whether a creation node's `shape` attribute leaves some dimension to inference: a 0, or a -1 (MXNet's graph
+    inference reads `ones(shape=(-1, 2))` as `(0, 2)`; eagerly such a shape is an error)."""
+    return node.op.creates and any(d <= 0 for d in tuple(node.attrs.get("shape", (1,))))
+
+
+def _creation_infer(node):
+    if not unknown_creation_dims(node):
+        return _node_infer(node, [], [])
+    shape = tuple(max(d, 0) for d in node.attrs["shape"])
+    try:
+        return common.infer(node.op, [], [], dict(node.attrs, shape=shape))
+    except MXNetError as err:
+        raise MXNetError(f"infer_shape error in {_where(node)}: {err}") from None
+
+
 def _freeze(values, dtype=False):
     return tuple(sorted((k, np.dtype(v).str if dtype else tuple(v)) for k, v in values.items() if v is not None))
 
@@ -231,6 +248,38 @@ _VARIABLE_ONLY_RULES = frozenset(("SoftmaxOutput", "RNN", "_foreach", "_while_lo
 # FullyConnected gives (batch, num_hidden) with the batch still unknown, so a recurrent cell's h2h has a shape).
 _PARTIAL_FORWARD = {
     "FullyConnected": lambda a, s: ((s[0],) if a["flatten"] else tuple(s[:-1])) + (a["num_hidden"],),
+    "transpose": lambda a, s: tuple(s[i] for i in _transpose_axes(a, s)),
+    # an unknown (0) axis slices to an unknown one (as a Python slice of an empty axis does: 0)
+    "slice": lambda a, s: shape_ops.slice_shape(s, a["begin"], a["end"], a["step"]),
+    "slice_axis": lambda a, s: tuple(s) if not s[a["axis"] % len(s)] else
+    tuple(shape_ops._slice_axis_infer([s], [None], a["axis"], a["begin"], a["end"])[0][0]),
+}
+
+
+def _transpose_axes(a, shape):
+    return tuple(a["axes"]) if a["axes"] else tuple(reversed(range(len(shape))))
+
+
+def _transpose_back(a, ins, out):
+    return {0: tuple(out[i] for i in np.argsort(_transpose_axes(a, out)))}
+
+
+def _reshape_back(a, ins, out):
+    """A data input with one unknown dim gets it from the output's size (MXNet's Reshape infers it backwards)."""
+    data = ins[0]
+    if data is None or not known(out) or sum(1 for d in data if not d) != 1:
+        return {}
+    rest = _prod([d for d in data if d])
+    if _prod(out) % rest:
+        return {}
+    return {0: tuple(d or _prod(out) // rest for d in data)}
+
+
+# Input shapes from a (partly) known output, for ops whose inputs the output decides (MXNet's shape functions
+# fill them backwards): rule(attrs, input shapes, output shape) -> {input index: shape}.
+_FROM_OUTPUT = {
+    "transpose": _transpose_back,
+    "Reshape": _reshape_back,
 }
 
 _MAX_SWEEPS = 12
@@ -270,8 +319,8 @@ def _infer_nodes(nodes, shapes, dtypes, partial):
             d = np.dtype(d) if d is not None else _var_dtype(node)
             if d is not None:
                 edtype[(id(node), 0)] = d
-        elif node.op.creates:              # a 0 in its shape attribute stays an unknown dimension
-            (eshape[(id(node), 0)],), (d,) = _node_infer(node, [], [])
+        elif node.op.creates:              # a 0 (or -1) in its shape attribute stays an unknown dimension
+            (eshape[(id(node), 0)],), (d,) = _creation_infer(node)
             edtype[(id(node), 0)] = np.dtype(d)
     ops = [n for n in nodes if n.op is not None and not (n.op.creates and not n.inputs)]
     state = (eshape, edtype, partial, {}, set())     # ..., the input shapes a rule last saw, the nodes inferred
@@ -347,6 +396,7 @@ def _infer_node(node, state):
     keys = [(id(src), idx) for src, idx in node.inputs]
     ins = [eshape.get(k) for k in keys]
     changed = _apply_rule(node, ins, state)
+    changed = _infer_from_output(node, keys, ins, state) or changed
     din = [edtype.get(k) for k in keys]
     takes = [_takes_consumer_dtype(node, slot) for slot in range(len(keys))]
     first = next((d for d, t in zip(din, takes) if d is not None and t), None)
@@ -387,6 +437,25 @@ def _infer_node(node, state):
     return changed
 
 
+def _infer_from_output(node, keys, ins, state):
+    eshape = state[0]
+    rule = _FROM_OUTPUT.get(node.op.name)
+    out = eshape.get((id(node), 0))
+    if rule is None or out is None or all(known(s) for s in ins):
+        return False
+    changed = False
+    for slot, shape in rule(node.attrs, ins, out).items():
+        old = ins[slot]
+        new = tuple(shape) if old is None else _merge(old, shape)
+        if new is None:
+            raise MXNetError(f"infer_shape error in {_where(node)}: {node.op.name}: input {slot} is {tuple(old)}, "
+                             f"but the output {tuple(out)} needs {tuple(shape)}")
+        if new != old:
+            eshape[keys[slot]] = ins[slot] = new
+            changed = True
+    return changed
+
+
 def _broadcast_partial(node, ins, state):
     """The output dims of a broadcasting binary op that its partial inputs decide: a dim known (> 1) on one side
     is the output's whatever the other side is. (Symbol `+` broadcasts in mixnet where MXNet's is elementwise, so
@@ -400,7 +469,15 @@ def _broadcast_partial(node, ins, state):
             dims.append(a if a > 1 else b if b > 1 else 0)
     old = eshape.get((id(node), 0))
     new = tuple(dims) if old is None else _merge(old, dims)
-    if new is None or new == old:
-        return False
-    eshape[(id(node), 0)] = new
-    return True
+    changed = new is not None and new != old
+    if changed:
+        eshape[(id(node), 0)] = new
+    # an unknown dim facing a known one of the output's size is that size (as MXNet's same-shape `+` infers it)
+    keys = [(id(src), idx) for src, idx in node.inputs]
+    for side in (0, 1):
+        this, other = ins[side], ins[1 - side]
+        filled = tuple(o if not t and o > 1 else t for t, o in zip(this, other))
+        if filled != tuple(this):
+            eshape[keys[side]] = filled
+            changed = True
+    return changed
