@@ -106,14 +106,19 @@ def _prelu_shape(x, gamma):
 
 
 def _prelu_bshape(x_shape, gamma_shape):
-    """The shape gamma is broadcast from: one slope for all, or one per channel (axis 1)."""
+    """The shape gamma is broadcast from (MXNet's rule): gamma's dims, from its last, line up with data's axes 1
+    and 0 where they equal the data's or are 1; the other axes are 1. So (C,) is one slope per channel, (1,) one
+    for all, (N, C) one per sample and channel."""
     x_shape, gamma_shape = tuple(x_shape), tuple(gamma_shape)
-    if math.prod(gamma_shape) == 1:
-        return (1,) * len(x_shape)
-    if len(x_shape) < 2 or gamma_shape != (x_shape[1],):
-        raise ValueError(f"gamma shape {gamma_shape} must be (1,) or ({x_shape[1] if len(x_shape) > 1 else '?'},) "
-                         "(one slope per channel, axis 1)")
-    return (1, x_shape[1]) + (1,) * (len(x_shape) - 2)
+    out, s = [1] * len(x_shape), len(gamma_shape) - 1
+    for i in range(len(x_shape) - 1, -1, -1):
+        if s >= 0 and i <= 1 and gamma_shape[s] in (x_shape[i], 1):
+            out[i] = gamma_shape[s]
+            s -= 1
+    if s != -1:
+        raise ValueError(f"cannot broadcast gamma of shape {gamma_shape} to data of shape {x_shape} (gamma's dims "
+                         "match data's axes 0 and 1)")
+    return tuple(out)
 
 
 def _leaky_infer(shapes, dtypes, act_type, slope, lower_bound, upper_bound):
@@ -211,9 +216,9 @@ register(OpDef(
     test=OpTest(ref=_ref_leaky_np, domain=(0.1, 2.0), cases=(
         (((2, 5),), {}), (((2, 5),), {"act_type": "elu", "slope": 0.7}), (((2, 5),), {"act_type": "selu"}),
         (((2, 5),), {"act_type": "gelu"}), (((2, 3, 2), (3,)), {"act_type": "prelu"}),
-        (((2, 3), (1,)), {"act_type": "prelu"}),
+        (((2, 3), (1,)), {"act_type": "prelu"}), (((3, 4), (3, 4)), {"act_type": "prelu"}),
     )),
-    doc="leaky / prelu (gamma per channel on axis 1, or one value) / elu (slope is alpha) / selu / gelu (erf "
+    doc="leaky / prelu (gamma per channel on axis 1, one value, or per sample and channel) / elu (slope is alpha) / selu / gelu (erf "
         "form) / rrelu (random slope in [lower_bound, upper_bound) while training, their mean otherwise; "
         "returns (out, slopes) like MXNet)."))
 
