@@ -281,7 +281,7 @@ class Executor:
         if not any(r != "null" for r in self._reqs.values()):
             return
         if self._heads is None:
-            raise MXNetError("backward: call forward() first")
+            self._forward_for_backward(is_train)
         if out_grads and len(out_grads) < len(self._heads):      # extra ones are ignored, as MXNet does
             raise MXNetError(f"backward: {len(out_grads)} head gradients given for the {len(self._heads)} "
                              f"outputs {self._out_names}")
@@ -308,6 +308,15 @@ class Executor:
                 self.grad_dict[name][:] = 0
         if heads:
             autograd.backward(heads, grads, retain_graph=True, train_mode=is_train)
+
+    def _forward_for_backward(self, is_train):
+        """backward() before any forward: MXNet then differentiates at whatever its buffers hold (gradients that
+        need no forward values, like repeat's, are exact). Here the graph runs once at the current arguments;
+        the auxiliary states (BatchNorm's moving statistics) are put back, as that forward is not the user's."""
+        saved = {name: arr.copy() for name, arr in self.aux_dict.items()}
+        self.forward(is_train=is_train)
+        for name, arr in saved.items():
+            self.aux_dict[name][:] = arr
 
     def set_monitor_callback(self, callback, monitor_all=False):
         """callback(name, array) after every node of each forward: its outputs (`<node>_output`...) and, with

@@ -1,5 +1,6 @@
 """Executor.backward ignores the head gradient of an output whose gradient reaches no argument (MXNet prunes
-it from the gradient graph), but still checks the head gradients that are used."""
+it from the gradient graph), but still checks the head gradients that are used; backward before any forward
+differentiates at the current arguments and leaves auxiliary states alone."""
 import numpy as np
 import pytest
 
@@ -35,3 +36,23 @@ def test_mixed_outputs_use_only_the_differentiable_head():
     exe.forward(is_train=True)
     exe.backward([mx.nd.ones((9,)), mx.nd.ones((2, 2)) * 2])
     np.testing.assert_array_equal(xg.asnumpy(), np.full((2, 2), 6.0))
+
+
+def test_backward_before_forward():
+    x = mx.sym.var("x")
+    xg = mx.nd.zeros((2, 2))
+    exe = mx.sym.repeat(x, repeats=2, axis=0).bind(mx.cpu(), args={"x": mx.nd.ones((2, 2))}, args_grad={"x": xg})
+    exe.backward(mx.nd.array(np.arange(8).reshape(4, 2)))
+    np.testing.assert_array_equal(xg.asnumpy(), [[2, 4], [10, 12]])
+
+
+def test_backward_before_forward_keeps_auxiliary_states():
+    net = mx.sym.BatchNorm(mx.sym.var("x"), name="bn")
+    exe = net.simple_bind(mx.cpu(), x=(4, 3))
+    exe.arg_dict["x"][:] = mx.nd.array(np.random.rand(4, 3))
+    exe.arg_dict["bn_gamma"][:] = 1
+    exe.aux_dict["bn_moving_var"][:] = 1
+    before = {k: v.asnumpy() for k, v in exe.aux_dict.items()}
+    exe.backward(mx.nd.ones((4, 3)))
+    for name, value in before.items():
+        np.testing.assert_array_equal(exe.aux_dict[name].asnumpy(), value)
