@@ -34,3 +34,4 @@ from . import numpy as np, numpy_extension as npx  # noqa: F401
 from . import operator  # noqa: F401  (Python custom ops: registers Custom, adds nd.Custom / sym.Custom)
 from . import model, callback, module  # noqa: F401  (the legacy Module API: mx.mod, mx.model, mx.callback)
 from . import module as mod  # noqa: F401
+from . import contrib  # noqa: F401  (mx.contrib.ndarray / mx.contrib.symbol: the _contrib_ ops)
