@@ -21,8 +21,7 @@ the hidden op `_backward_Custom`, whose kernel calls the operator's backward.
 
 Differences from MXNet (see docs/compatibility.md): in a graph (hybridize, Symbol executors) the backward runs
 on a fresh operator from `create_operator`, so state a forward leaves on `self` reaches backward only in eager
-mode (nd.Custom under autograd.record()); auxiliary states of a Symbol Custom node are listed among its
-arguments; storage types are always 'default'.
+mode (nd.Custom under autograd.record()); storage types are always 'default'.
 """
 import functools
 import threading
@@ -362,6 +361,11 @@ class _CustomDef(OpDef):
             raise MXNetError(f"{self.name}: required attribute 'op_type' is missing (the name given to "
                              "@mx.operator.register)")
         return {k: v if isinstance(v, str) else str(v) for k, v in given.items()}
+
+    def aux_slots(self, attrs):
+        """The prop's auxiliary states (its inputs after the arguments), as MXNet lists them."""
+        args, _, auxs = _names(_prop(attrs))
+        return tuple(range(len(args), len(args) + len(auxs)))
 
 
 # The operator that ran a forward, by the id of its first output buffer, for as long as that buffer lives:

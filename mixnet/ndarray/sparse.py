@@ -40,3 +40,10 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
         dense[rows] = data
         return array(dense, ctx=ctx, dtype=dense.dtype)
     return array(_host(arg1), ctx=ctx, dtype=dtype)
+
+
+# MXNet generates every operator into mx.nd.sparse as well (nd.sparse.elemwise_mul, nd.sparse.square); here they
+# take and give dense arrays. Names defined above keep their meaning.
+from .register import build_functions as _build_functions  # noqa: E402
+
+_build_functions(globals())

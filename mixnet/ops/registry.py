@@ -87,6 +87,10 @@ class OpDef:
     def input_names(self, attrs):
         return self.inputs(attrs) if callable(self.inputs) else self.inputs
 
+    def aux_slots(self, attrs):
+        """Inputs that are auxiliary states (Symbol.list_auxiliary_states): those the op updates in place."""
+        return self.mutates
+
     def n_outputs(self, attrs):
         return self.num_outputs(attrs) if callable(self.num_outputs) else self.num_outputs
 
