@@ -135,6 +135,8 @@ PARAM_RULES = {
     "Convolution": _conv,
     "Deconvolution": _deconv,
     "BatchNorm": lambda a, s: _norm_axis(a, s, 5),
+    "BatchNorm_v1": lambda a, s: _norm_axis({"axis": 1}, s, 5),
+    "_contrib_SyncBatchNorm": lambda a, s: _norm_axis({"axis": 1}, s, 5),
     "LayerNorm": lambda a, s: _norm_axis(a, s, 3),
     "InstanceNorm": lambda a, s: _norm_axis({"axis": 1}, s, 3),
     "Embedding": lambda a, s: {1: (a["input_dim"], a["output_dim"])},
@@ -237,7 +239,8 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
 _SAME_SHAPE_KINDS = ("unary", "scalar", "binary")
 
 # Parameter rules that read partial input shapes (0 = unknown dim) sensibly; the others see such an input as unknown.
-_PARTIAL_RULES = frozenset(("FullyConnected", "Convolution", "Deconvolution", "BatchNorm", "LayerNorm",
+_PARTIAL_RULES = frozenset(("FullyConnected", "Convolution", "Deconvolution", "BatchNorm", "BatchNorm_v1",
+                            "_contrib_SyncBatchNorm", "LayerNorm",
                             "InstanceNorm", "Embedding", "LeakyReLU", "SoftmaxOutput"))
 
 # Rules that fill only variables: a computed label may have any of the shapes the loss accepts. The others also
