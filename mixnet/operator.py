@@ -23,6 +23,7 @@ Differences from MXNet (see docs/compatibility.md): in a graph (hybridize, Symbo
 on a fresh operator from `create_operator`, so state a forward leaves on `self` reaches backward only in eager
 mode (nd.Custom under autograd.record()); storage types are always 'default'.
 """
+import collections
 import functools
 import threading
 import weakref
@@ -31,11 +32,11 @@ import numpy as np
 
 from .base import DTYPES, MXNetError
 from .context import cpu, current_context
-from .ops import dispatch, registry
+from .ops import describe, dispatch, registry
 from .ops.registry import OpDef
 
-__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "PythonOp", "NumpyOp",
-           "NDArrayOp"]
+__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "get_operator_arguments",
+           "OperatorArguments", "PythonOp", "NumpyOp", "NDArrayOp"]
 
 
 class CustomOp:
@@ -130,6 +131,16 @@ register("custom_op")(CustomOpProp)
 def get_all_registered_operators():
     """Names of every operator in the registry (aliases included)."""
     return sorted(registry._OPS)
+
+
+OperatorArguments = collections.namedtuple("OperatorArguments", ["narg", "names", "types"])
+
+
+def get_operator_arguments(op_name):
+    """OperatorArguments(narg, names, types) of a registered operator: its array inputs, then its attributes,
+    with MXNet's type strings ("float, optional, default=0.9")."""
+    names, types = describe.op_arguments(registry.get(op_name))
+    return OperatorArguments(len(names), names, types)
 
 
 # ---------------------------------------------------------------------------------------------------------
