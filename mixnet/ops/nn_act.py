@@ -519,12 +519,8 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # SoftmaxOutput
-def _so_layout(data, label, multi_output, preserve_shape):
-    """(axis of the classes, expected label shape)."""
-    return _so_axes(data.shape, multi_output, preserve_shape)
-
-
 def _so_axes(shape, multi_output, preserve_shape):
+    """(axis of the classes, the label shape the gradient reads)."""
     shape = tuple(shape)
     if len(shape) < (2 if multi_output else 1):
         raise ValueError(f"SoftmaxOutput needs data with a batch axis{' and a class axis' if multi_output else ''}, "
@@ -537,10 +533,16 @@ def _so_axes(shape, multi_output, preserve_shape):
 
 
 def _check_so_label(data_shape, label_shape, multi_output, preserve_shape):
+    """The class axis; raises for a label shape MXNet refuses. A label of the data's shape holds probabilities;
+    with multi_output, (N, spatial size) and (N, 1, spatial...) are accepted besides (N, spatial...)."""
+    data_shape, label_shape = tuple(data_shape), tuple(label_shape)
     ax, lshape = _so_axes(data_shape, multi_output, preserve_shape)
-    if tuple(label_shape) != tuple(lshape):
-        raise ValueError(f"label shape {tuple(label_shape)} does not match {lshape} for data of shape "
-                         f"{tuple(data_shape)}")
+    accepted = [lshape, data_shape]
+    if multi_output:
+        accepted += [(data_shape[0], math.prod(data_shape[2:])), data_shape[:1] + (1,) + data_shape[2:]]
+    if label_shape not in accepted:
+        raise ValueError(f"label shape {label_shape} does not match {lshape} (class indices) or {data_shape} "
+                         f"(probabilities) for data of shape {data_shape}")
     return ax
 
 
@@ -562,7 +564,10 @@ def _k_softmax_output(xp, data, label, *, grad_scale, ignore_label, multi_output
 def _k_so_target(xp, out, label, *, grad_scale, ignore_label, multi_output, use_ignore, preserve_shape,
                  normalization, out_grad, smooth_alpha):
     """MXNet's SoftmaxOutput gradient given the forward output."""
-    ax, _ = _so_layout(out, label, multi_output, preserve_shape)
+    if label.shape == out.shape:        # probabilities: no ignore_label, no normalization (MXNet's)
+        return ((out - label) * grad_scale).astype(out.dtype, copy=False)
+    ax, lshape = _so_axes(out.shape, multi_output, preserve_shape)
+    label = label.reshape(lshape)
     if ax is None:
         y = out.reshape(out.shape[0], -1)
         lab = label.reshape(-1)[:out.shape[0]]
@@ -618,6 +623,7 @@ register(OpDef(
     test=OpTest(ref=_ref_softmax_output, int_inputs={1: (0, 3)}, grad=False, grad2=False, cases=(
         (((3, 4), (3,)), {}), (((2, 3, 2), (2, 2)), {"multi_output": True}),
         (((2, 3, 2), (2, 3)), {"preserve_shape": True}), (((2, 3, 2), (2, 3)), {}),
+        (((2, 3, 2), (2, 1, 2)), {"multi_output": True}),
     )),
     doc="Softmax forward; backward is MXNet's (softmax - onehot(label)) * grad_scale / norm, ignoring the head "
         "gradient (the loss is implicit). normalization: 'null' (none), 'batch' (/N), 'valid' (/ number of labels "

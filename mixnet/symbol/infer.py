@@ -141,8 +141,10 @@ PARAM_RULES = {
     "InstanceNorm": lambda a, s: _norm_axis({"axis": 1}, s, 3),
     "Embedding": lambda a, s: {1: (a["input_dim"], a["output_dim"])},
     "LeakyReLU": lambda a, s: {1: (s[0][1],)} if s[0] is not None and len(s[0]) > 1 else {},
-    "SoftmaxOutput": lambda a, s: {1: tuple(s[0][:-1]) if a.get("multi_output") or a.get("preserve_shape")
-                                   else (s[0][0],)} if s[0] is not None else {},
+    # MXNet's label shapes: (N, spatial size) with multi_output, else the data's shape without its last axis
+    "SoftmaxOutput": lambda a, s: ({1: (s[0][0], _prod(s[0][2:])) if a.get("multi_output") else tuple(s[0][:-1])}
+                                   if s[0] is not None and len(s[0]) >= (2 if a.get("multi_output") else 1)
+                                   else {}),
     "RNN": _rnn,
     "_foreach": _control_flow("_foreach"),
     "_while_loop": _control_flow("_while_loop"),
