@@ -12,5 +12,6 @@ from . import registry, dispatch, attrs  # noqa: F401
 from . import elemwise, basic, reduce, shape, indexing, sort, creation, random, linalg, nn, ctc, rnn, control_flow  # noqa: F401
 from . import contrib  # noqa: F401
 from . import nn_norm_variants  # noqa: F401
+from . import histogram  # noqa: F401
 
 __all__ = ["registry", "dispatch", "attrs"]
