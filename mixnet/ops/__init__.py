@@ -13,5 +13,6 @@ from . import elemwise, basic, reduce, shape, indexing, sort, creation, random, 
 from . import contrib  # noqa: F401
 from . import nn_norm_variants  # noqa: F401
 from . import histogram  # noqa: F401
+from . import softmax_ce  # noqa: F401
 
 __all__ = ["registry", "dispatch", "attrs"]
