@@ -226,13 +226,15 @@ register(OpDef(
 # ---------------------------------------------------------------------------------------------------------
 # softmax family
 def _check_length(shape, length_shape, length_dtype, axis):
-    """softmax's lengths: integers, with the data's shape without `axis`. Returns the normalized axis."""
+    """softmax's lengths: integers, with the data's shape without `axis`. Returns the normalized axis. Shape
+    inference passes no dtype: MXNet checks the lengths' dtype when the op runs, so a float32 `length` variable
+    binds (simple_bind's default) and fails at forward."""
     shape = tuple(shape)
     ax = norm_axis(axis, len(shape))
     want = shape[:ax] + shape[ax + 1:]
     if tuple(length_shape) != want:
         raise ValueError(f"length shape {tuple(length_shape)} does not match {want} (data shape without axis {axis})")
-    if np.dtype(length_dtype).kind not in "iu":
+    if length_dtype is not None and np.dtype(length_dtype).kind not in "iu":
         raise ValueError(f"length must have an integer dtype, got {np.dtype(length_dtype)} (MXNet)")
     return ax
 
@@ -280,7 +282,7 @@ def _check_softmax_axis(shape, axis):
 def _softmax_infer(shapes, dtypes, axis, temperature, dtype, use_length):
     _check_softmax_axis(shapes[0], axis)
     if use_length:
-        _check_length(shapes[0], shapes[1], dtypes[1], axis)
+        _check_length(shapes[0], shapes[1], None, axis)
     return [tuple(shapes[0])], [dtype if dtype is not None else dtypes[0]]
 
 

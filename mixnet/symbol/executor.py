@@ -27,6 +27,9 @@ from .infer import infer_graph, known, unknown_creation_dims
 
 __all__ = ["Executor", "evaluate", "run_graph", "simple_bind"]
 
+# MXNet registers these ops without input names, so its monitor calls their inputs input0, input1, ...
+_UNNAMED_INPUT_OPS = frozenset(("Activation", "SoftmaxActivation"))
+
 
 def creation_shapes(symbol, shapes, dtypes):
     """Shapes for creation nodes with unknown (0 or -1) dims, e.g. RNN begin states `_zeros(shape=(L, 0, H))`,
@@ -320,10 +323,16 @@ class Executor:
 
     def set_monitor_callback(self, callback, monitor_all=False):
         """callback(name, array) after every node of each forward: its outputs (`<node>_output`...) and, with
-        monitor_all, its inputs first (`<node>_<input name>`)."""
+        monitor_all, its inputs first (`<node>_<input name>`, each preceded by the variable's own name when the
+        input is a variable, as MXNet does)."""
         def monitor(node, inputs, outputs):
             if monitor_all:
-                for name, arr in zip(node.input_names(), inputs):
+                names = node.input_names()
+                if node.op.name in _UNNAMED_INPUT_OPS:
+                    names = [f"input{i}" for i in range(len(names))]
+                for (src, _), name, arr in zip(node.inputs, names, inputs):
+                    if src.op is None:
+                        callback(src.name, arr)
                     callback(f"{node.name}_{name}", arr)
             for name, arr in zip(node.output_names(), outputs):
                 callback(name, arr)
