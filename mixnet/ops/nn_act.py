@@ -736,7 +736,8 @@ def _k_dropout(xp, data, *, p, mode, axes, cudnn_off, is_train, rng):
         keep = rng.random(mshape) >= p
         if xp is not np:
             keep = xp.asarray(keep)
-        scale = 0.0 if p >= 1 else 1.0 / (1 - p)
+        # p = 1: MXNet scales by 1/(1-p) = inf, so every element (0 * inf) and its gradient are NaN
+        scale = np.inf if p >= 1 else 1.0 / (1 - p)
         mask = xp.broadcast_to((keep * scale).astype(data.dtype), data.shape).copy()
         return (data * mask).astype(data.dtype, copy=False), mask
     return data.copy(), xp.ones_like(data)
@@ -748,7 +749,8 @@ register(OpDef(
     attrs={"p": Attr(parse_float, 0.5), "mode": Attr(choice("always", "training"), "training"),
            "axes": Attr(parse_shape, ()), "cudnn_off": Attr(optional(parse_bool), False)},
     test=OpTest(random=True, cases=((((4, 5),), {}), (((4, 5),), {"p": 0.3, "mode": "always", "axes": (0,)}))),
-    doc="Inverted dropout: kept elements are scaled by 1/(1-p); identity outside training unless mode='always'. "
+    doc="Inverted dropout: kept elements are scaled by 1/(1-p) (p=1 gives NaN, as MXNet's 0 * inf); identity "
+        "outside training unless mode='always'. "
         "axes share one mask along those axes. Returns (out, mask); the user sees out."))
 
 
