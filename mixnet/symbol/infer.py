@@ -177,14 +177,15 @@ def _node_infer(node, ins, din):
 
 def unknown_creation_dims(node):
     """Whether a creation node's `shape` attribute leaves some dimension to inference: a 0, or a -1 (MXNet's graph
-    inference reads `ones(shape=(-1, 2))` as `(0, 2)`; eagerly such a shape is an error)."""
-    return node.op.creates and any(d <= 0 for d in tuple(node.attrs.get("shape", (1,))))
+    inference reads `ones(shape=(-1, 2))` as `(0, 2)`; eagerly such a shape is an error). Other negative
+    dimensions stay errors."""
+    return node.op.creates and any(d in (0, -1) for d in tuple(node.attrs.get("shape", (1,))))
 
 
 def _creation_infer(node):
     if not unknown_creation_dims(node):
         return _node_infer(node, [], [])
-    shape = tuple(max(d, 0) for d in node.attrs["shape"])
+    shape = tuple(0 if d == -1 else d for d in node.attrs["shape"])
     try:
         return common.infer(node.op, [], [], dict(node.attrs, shape=shape))
     except MXNetError as err:
