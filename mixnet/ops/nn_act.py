@@ -736,9 +736,10 @@ def _k_dropout(xp, data, *, p, mode, axes, cudnn_off, is_train, rng):
         keep = rng.random(mshape) >= p
         if xp is not np:
             keep = xp.asarray(keep)
-        # p = 1: MXNet scales by 1/(1-p) = inf, so every element (0 * inf) and its gradient are NaN
-        scale = np.inf if p >= 1 else 1.0 / (1 - p)
-        mask = xp.broadcast_to((keep * scale).astype(data.dtype), data.shape).copy()
+        if p >= 1:    # MXNet scales by 1/(1-p) = inf, so every element (0 * inf) and its gradient are NaN
+            mask = xp.full(data.shape, np.nan, dtype=data.dtype)
+        else:
+            mask = xp.broadcast_to((keep * (1.0 / (1 - p))).astype(data.dtype), data.shape).copy()
         return (data * mask).astype(data.dtype, copy=False), mask
     return data.copy(), xp.ones_like(data)
 
