@@ -15,11 +15,12 @@ def is_np_shape():
 
 def shape_is_unknown(shape):
     """Whether a creation op's `shape` attribute leaves its output shape (or part of it) to inference:
-    `()` or a 0 dim in legacy mode, a -1 dim in np-shape mode."""
+    `()`, a 0 or a -1 dim in legacy mode (MXNet's graph inference reads `ones(shape=(-1, 2))` as `(0, 2)`), a -1
+    dim in np-shape mode."""
     shape = tuple(shape)
     if NP_SHAPE.get():
         return -1 in shape
-    return not shape or 0 in shape
+    return not shape or 0 in shape or -1 in shape
 
 
 def legacy_shape_error(shape):

@@ -88,6 +88,10 @@ def _scalar_or_array(array_op, scalar_op, rscalar_op, python_fn):
     return function
 
 
+from ..ops.histogram import histogram_function as _histogram_function  # noqa: E402
+
+histogram = _histogram_function(NDArray, globals()["_histogram"])
+
 import builtins as _builtins  # noqa: E402  (the op functions above shadow max and min)
 import operator as _operator  # noqa: E402
 

@@ -9,7 +9,7 @@ import numpy as np
 from .. import config
 from .._mode import MODE
 from .._source import user_location
-from ..base import MXNetError, OpError
+from ..base import MXNetError, OpError, OpIndexError
 from ..context import current_context
 
 # Filled in by mixnet.ndarray / mixnet.autograd at import (they sit above this layer).
@@ -31,7 +31,7 @@ def op_error(op, arrays, attrs, err):
     msg = f"{op.name}: {err} (inputs: {describe_inputs(arrays)}{attr_text})"
     if where:
         msg += f"\n  at {where}"
-    return OpError(msg)
+    return (OpIndexError if isinstance(err, IndexError) else OpError)(msg)
 
 
 def run_kernel(op, xp, datas, attrs, mode, ctx):

@@ -100,6 +100,10 @@ class OpDef:
             return [f"arg{i}" for i in range(n_inputs)]
         return list(self.input_names(attrs))
 
+    def aux_slots(self, attrs):
+        """Inputs that are auxiliary states (Symbol.list_auxiliary_states): those the op updates in place."""
+        return self.mutates
+
     def n_outputs(self, attrs):
         return self.num_outputs(attrs) if callable(self.num_outputs) else self.num_outputs
 

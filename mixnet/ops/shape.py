@@ -1009,6 +1009,8 @@ def _check_block(shape, b, name):
         raise ValueError(f"Operation {name} requires exactly 4D tensor, got {len(shape)}-D")
     if b <= 0:
         raise ValueError("block_size must be a positive integer value")
+    if 0 in shape:                         # MXNet refuses empty arrays here (a 0 dim is "unknown" to its checks)
+        raise ValueError(f"Operation {name}: dimension {shape.index(0)} of {tuple(shape)} cannot be 0")
 
 
 def _d2s_shape(shape, b):

@@ -35,6 +35,10 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, d
                                 name=name, dtype=dtype)
 
 
+from ..ops.histogram import histogram_function as _histogram_function  # noqa: E402
+
+histogram = _histogram_function(Symbol, globals()["_histogram"])
+
 import builtins as _builtins  # noqa: E402  (the op functions above shadow max/min/pow)
 
 

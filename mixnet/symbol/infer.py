@@ -18,6 +18,7 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ops import common
+from ..ops import shape as shape_ops
 from ..serialization import DTYPE_CODES
 from ..ops.attrs import parse_shape
 from .._shape_mode import is_np_shape, shape_is_unknown
@@ -135,12 +136,16 @@ PARAM_RULES = {
     "Convolution": _conv,
     "Deconvolution": _deconv,
     "BatchNorm": lambda a, s: _norm_axis(a, s, 5),
+    "BatchNorm_v1": lambda a, s: _norm_axis({"axis": 1}, s, 5),
+    "_contrib_SyncBatchNorm": lambda a, s: _norm_axis({"axis": 1}, s, 5),
     "LayerNorm": lambda a, s: _norm_axis(a, s, 3),
     "InstanceNorm": lambda a, s: _norm_axis({"axis": 1}, s, 3),
     "Embedding": lambda a, s: {1: (a["input_dim"], a["output_dim"])},
     "LeakyReLU": lambda a, s: {1: (s[0][1],)} if s[0] is not None and len(s[0]) > 1 else {},
-    "SoftmaxOutput": lambda a, s: {1: tuple(s[0][:-1]) if a.get("multi_output") or a.get("preserve_shape")
-                                   else (s[0][0],)} if s[0] is not None else {},
+    # MXNet's label shapes: (N, spatial size) with multi_output, else the data's shape without its last axis
+    "SoftmaxOutput": lambda a, s: ({1: (s[0][0], _prod(s[0][2:])) if a.get("multi_output") else tuple(s[0][:-1])}
+                                   if s[0] is not None and len(s[0]) >= (2 if a.get("multi_output") else 1)
+                                   else {}),
     "RNN": _rnn,
     "UpSampling": lambda a, s: {1: (s[0][1], 1) + (2 * a["scale"] - a["scale"] % 2,) * 2}
     if a["sample_type"] == "bilinear" and s[0] is not None else {},
@@ -235,7 +240,8 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
 _SAME_SHAPE_KINDS = ("unary", "scalar", "binary")
 
 # Parameter rules that read partial input shapes (0 = unknown dim) sensibly; the others see such an input as unknown.
-_PARTIAL_RULES = frozenset(("FullyConnected", "Convolution", "Deconvolution", "BatchNorm", "LayerNorm",
+_PARTIAL_RULES = frozenset(("FullyConnected", "Convolution", "Deconvolution", "BatchNorm", "BatchNorm_v1",
+                            "_contrib_SyncBatchNorm", "LayerNorm",
                             "InstanceNorm", "Embedding", "LeakyReLU", "SoftmaxOutput"))
 
 # Rules that fill only variables: a computed label may have any of the shapes the loss accepts. The others also
@@ -246,6 +252,38 @@ _VARIABLE_ONLY_RULES = frozenset(("SoftmaxOutput", "RNN", "_foreach", "_while_lo
 # FullyConnected gives (batch, num_hidden) with the batch still unknown, so a recurrent cell's h2h has a shape).
 _PARTIAL_FORWARD = {
     "FullyConnected": lambda a, s: ((s[0],) if a["flatten"] else tuple(s[:-1])) + (a["num_hidden"],),
+    "transpose": lambda a, s: tuple(s[i] for i in _transpose_axes(a, s)),
+    # an unknown (0) axis slices to an unknown one (as a Python slice of an empty axis does: 0)
+    "slice": lambda a, s: shape_ops.slice_shape(s, a["begin"], a["end"], a["step"]),
+    "slice_axis": lambda a, s: tuple(s) if not s[a["axis"] % len(s)] else
+    tuple(shape_ops._slice_axis_infer([s], [None], a["axis"], a["begin"], a["end"])[0][0]),
+}
+
+
+def _transpose_axes(a, shape):
+    return tuple(a["axes"]) if a["axes"] else tuple(reversed(range(len(shape))))
+
+
+def _transpose_back(a, ins, out):
+    return {0: tuple(out[i] for i in np.argsort(_transpose_axes(a, out)))}
+
+
+def _reshape_back(a, ins, out):
+    """A data input with one unknown dim gets it from the output's size (MXNet's Reshape infers it backwards)."""
+    data = ins[0]
+    if data is None or not known(out) or sum(1 for d in data if not d) != 1:
+        return {}
+    rest = _prod([d for d in data if d])
+    if _prod(out) % rest:
+        return {}
+    return {0: tuple(d or _prod(out) // rest for d in data)}
+
+
+# Input shapes from a (partly) known output, for ops whose inputs the output decides (MXNet's shape functions
+# fill them backwards): rule(attrs, input shapes, output shape) -> {input index: shape}.
+_FROM_OUTPUT = {
+    "transpose": _transpose_back,
+    "Reshape": _reshape_back,
 }
 
 _MAX_SWEEPS = 12
@@ -366,6 +404,7 @@ def _infer_node(node, state):
     keys = [(id(src), idx) for src, idx in node.inputs]
     ins = [eshape.get(k) for k in keys]
     changed = _apply_rule(node, ins, state)
+    changed = _infer_from_output(node, keys, ins, state) or changed
     din = [edtype.get(k) for k in keys]
     takes = [_takes_consumer_dtype(node, slot) for slot in range(len(keys))]
     first = next((d for d, t in zip(din, takes) if d is not None and t), None)
@@ -428,6 +467,25 @@ def _operand_like_other(node, ins, state):
     return True
 
 
+def _infer_from_output(node, keys, ins, state):
+    eshape = state[0]
+    rule = _FROM_OUTPUT.get(node.op.name)
+    out = eshape.get((id(node), 0))
+    if rule is None or out is None or all(known(s) for s in ins):
+        return False
+    changed = False
+    for slot, shape in rule(node.attrs, ins, out).items():
+        old = ins[slot]
+        new = tuple(shape) if old is None else _merge(old, shape)
+        if new is None:
+            raise MXNetError(f"infer_shape error in {_where(node)}: {node.op.name}: input {slot} is {tuple(old)}, "
+                             f"but the output {tuple(out)} needs {tuple(shape)}")
+        if new != old:
+            eshape[keys[slot]] = ins[slot] = new
+            changed = True
+    return changed
+
+
 def _broadcast_partial(node, ins, state):
     """The output dims of a broadcasting binary op that its partial inputs decide: a dim known (> 1) on one side
     is the output's whatever the other side is. (Symbol `+` broadcasts in mixnet where MXNet's is elementwise, so
@@ -441,7 +499,15 @@ def _broadcast_partial(node, ins, state):
             dims.append(a if a > 1 else b if b > 1 else 0)
     old = eshape.get((id(node), 0))
     new = tuple(dims) if old is None else _merge(old, dims)
-    if new is None or new == old:
-        return False
-    eshape[(id(node), 0)] = new
-    return True
+    changed = new is not None and new != old
+    if changed:
+        eshape[(id(node), 0)] = new
+    # an unknown dim facing a known one of the output's size is that size (as MXNet's same-shape `+` infers it)
+    keys = [(id(src), idx) for src, idx in node.inputs]
+    for side in (0, 1):
+        this, other = ins[side], ins[1 - side]
+        filled = tuple(o if not t and o > 1 else t for t, o in zip(this, other))
+        if filled != tuple(this):
+            eshape[keys[side]] = filled
+            changed = True
+    return changed

@@ -92,7 +92,7 @@ class Symbol:
         aux = set()
         for node in nodes:
             if node.op is not None:
-                for slot in node.op.mutates:
+                for slot in node.op.aux_slots(node.attrs):
                     if slot < len(node.inputs) and node.inputs[slot][0].op is None:
                         aux.add(id(node.inputs[slot][0]))
         return aux
