@@ -228,10 +228,18 @@ _PARTIAL_RULES = frozenset(("FullyConnected", "Convolution", "Deconvolution", "B
 _VARIABLE_ONLY_RULES = frozenset(("SoftmaxOutput", "RNN", "_foreach", "_while_loop", "_cond"))
 
 # Output shapes from a partial data shape, for ops whose output dims each come from one known place (MXNet's
-# FullyConnected gives (batch, num_hidden) with the batch still unknown, so a recurrent cell's h2h has a shape).
+# FullyConnected gives (batch, num_hidden) with the batch still unknown, so a recurrent cell's h2h has a shape;
+# SliceChannel then splits it, as mx.rnn's GRUCell does before adding i2h's known pieces).
 _PARTIAL_FORWARD = {
-    "FullyConnected": lambda a, s: ((s[0],) if a["flatten"] else tuple(s[:-1])) + (a["num_hidden"],),
+    "FullyConnected": lambda a, s: [((s[0],) if a["flatten"] else tuple(s[:-1])) + (a["num_hidden"],)],
+    "SliceChannel": lambda a, s: _partial_split(s, a["num_outputs"], a["axis"], a["squeeze_axis"]),
 }
+
+
+def _partial_split(shape, num_outputs, axis, squeeze_axis):
+    axis = axis % len(shape)
+    piece = tuple(shape[:axis]) + (() if squeeze_axis else (shape[axis] // num_outputs,)) + tuple(shape[axis + 1:])
+    return [piece] * num_outputs
 
 _MAX_SWEEPS = 12
 
@@ -379,25 +387,56 @@ def _infer_node(node, state):
     if _same_shape(node):
         changed = _unify(node, keys, state) or changed
     elif node.op.name in _PARTIAL_FORWARD and ins and ins[0] is not None and (id(node), 0) not in eshape:
-        eshape[(id(node), 0)] = _PARTIAL_FORWARD[node.op.name](node.attrs, ins[0])
+        for i, shape in enumerate(_PARTIAL_FORWARD[node.op.name](node.attrs, ins[0])):
+            eshape[(id(node), i)] = shape
         changed = True
     elif node.op.kind == "broadcast" and len(ins) == 2 and ins[0] is not None and ins[1] is not None \
             and len(ins[0]) == len(ins[1]):
         changed = _broadcast_partial(node, ins, state) or changed
+    return _fill_back(node, keys, ins, state) or changed
+
+
+def _fill_back(node, keys, ins, state):
+    """Unknown (0) dims of inputs that the node's known output decides, as MXNet's shape functions fill them
+    backwards: FullyConnected's batch dims, and the dims of a broadcasting binary op's input (mixnet's Symbol `+`
+    stands for MXNet's elementwise one, whose inputs have the output's shape). So an RNN cell's begin state
+    `zeros((0, H))` learns its batch size from `i2h(x) + h2h(state)`."""
+    eshape = state[0]
+    out = eshape.get((id(node), 0))
+    if out is None:
+        return False
+    if node.op.name == "FullyConnected":
+        batch_dims = 1 if node.attrs["flatten"] else len(out) - 1
+        slots = [0]
+    elif node.op.kind == "broadcast" and len(ins) == 2:
+        batch_dims, slots = len(out), [0, 1]
+    else:
+        return False
+    changed = False
+    for slot in slots:
+        s = ins[slot]
+        if s is None or known(s) or len(s) < batch_dims or (node.op.kind == "broadcast" and len(s) != len(out)):
+            continue
+        new = tuple(o if d == 0 and i < batch_dims else d for i, (d, o) in enumerate(zip(s, out))) + \
+            tuple(s[len(out):])
+        if new != tuple(s):
+            eshape[keys[slot]] = ins[slot] = new
+            changed = True
     return changed
 
 
 def _broadcast_partial(node, ins, state):
     """The output dims of a broadcasting binary op that its partial inputs decide: a dim known (> 1) on one side
-    is the output's whatever the other side is. (Symbol `+` broadcasts in mixnet where MXNet's is elementwise, so
-    `i2h + h2h` must still give its shape when h2h's batch size is unknown.)"""
+    is the output's whatever the other side is, and a known 1 facing an unknown dim is too. (Symbol `+` broadcasts
+    in mixnet where MXNet's is elementwise, so `i2h + h2h` must still give its shape when h2h's batch size is
+    unknown, a batch of 1 included.)"""
     eshape = state[0]
     dims = []
     for a, b in zip(*ins):
         if a and b:
             dims.append(max(a, b) if min(a, b) == 1 else a)   # unequal non-1 dims: the op's infer says so later
         else:
-            dims.append(a if a > 1 else b if b > 1 else 0)
+            dims.append(a or b)
     old = eshape.get((id(node), 0))
     new = tuple(dims) if old is None else _merge(old, dims)
     if new is None or new == old:

@@ -517,6 +517,10 @@ def make_function(op, public_name=None):
     def function(*args, name=None, attr=None, out=None, **kwargs):
         if out is not None:
             raise MXNetError(f"{public_name}: out= is not supported for Symbols")
+        # MXNet keeps `__key__` keywords (e.g. mx.rnn's begin_state(__layout__='NC')) as node attributes
+        hidden = {k: kwargs.pop(k) for k in [k for k in kwargs if k.startswith("__") and k.endswith("__")]}
+        if hidden:
+            attr = {**(attr or {}), **{k: str(v) for k, v in hidden.items()}}
         inputs, given, missing = bind_symbol_arguments(op, args, kwargs)
         return create_node(op, inputs, given, name=name, attr=attr, name_hint=hint, missing=missing)
     function.__name__ = public_name
