@@ -137,7 +137,7 @@ def test_infer_shape_and_partial():
     args, outs, aux = bn.infer_shape(a=(2, 3, 8, 8))
     assert args[1] == (4, 3, 3, 3) and outs == [(2, 4, 6, 6)] and aux == [(4,), (4,)]
     part = sym.Group([fc, a + sym.var("b")]).infer_shape_partial(a=(2, 5))
-    assert part[1] == [(2, 3), ()]
+    assert part[1] == [(2, 3), (2, 5)]          # `+` is elementwise in MXNet: b takes a's shape
     with pytest.raises(MXNetError, match="_plus"):
         (a + sym.var("b")).infer_shape(a=(2, 3), b=(4,))
     assert fc.infer_type(a="float16")[1] == [np.float16]
