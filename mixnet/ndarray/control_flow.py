@@ -83,7 +83,11 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
         new_vars = [new_vars] if isinstance(new_vars, NDArray) else list(new_vars or [])
         if len(new_vars) != len(variables):
             raise MXNetError(f"while_loop: func returned {len(new_vars)} loop variables, expected {len(variables)}")
-        for old, new in zip(variables, new_vars):
+        old_flat, old_fmt = _flatten(variables, "while_loop loop_vars")      # loop variables may be nested lists
+        new_flat, new_fmt = _flatten(new_vars, "while_loop new loop_vars")
+        if new_fmt != old_fmt:
+            raise MXNetError("while_loop: func must return loop variables nested as loop_vars are")
+        for old, new in zip(old_flat, new_flat):
             if old.shape != new.shape or old.dtype != new.dtype:
                 raise MXNetError(f"while_loop: a loop variable changed from {old.shape} {old.dtype.__name__} to "
                                  f"{new.shape} {new.dtype.__name__}; shapes and dtypes must stay the same")

@@ -241,22 +241,24 @@ _SAME_SHAPE_KINDS = ("unary", "scalar", "binary")
 
 # Parameter rules that read partial input shapes (0 = unknown dim) sensibly; the others see such an input as unknown.
 _PARTIAL_RULES = frozenset(("FullyConnected", "Convolution", "Deconvolution", "BatchNorm", "BatchNorm_v1",
-                            "_contrib_SyncBatchNorm", "LayerNorm",
-                            "InstanceNorm", "Embedding", "LeakyReLU", "SoftmaxOutput"))
+                            "_contrib_SyncBatchNorm", "LayerNorm", "InstanceNorm", "Embedding", "LeakyReLU",
+                            "SoftmaxOutput", "_foreach"))
 
 # Rules that fill only variables: a computed label may have any of the shapes the loss accepts. The others also
 # fill an unknown computed input (a weight passed through `cast`), which then flows back to its producer.
 _VARIABLE_ONLY_RULES = frozenset(("SoftmaxOutput", "RNN", "_foreach", "_while_loop", "_cond"))
 
 # Output shapes from a partial data shape, for ops whose output dims each come from one known place (MXNet's
-# FullyConnected gives (batch, num_hidden) with the batch still unknown, so a recurrent cell's h2h has a shape).
+# FullyConnected gives (batch, num_hidden) with the batch still unknown, so a recurrent cell's h2h has a shape;
+# SliceChannel then splits it, as mx.rnn's GRUCell does before adding i2h's known pieces).
 _PARTIAL_FORWARD = {
-    "FullyConnected": lambda a, s: ((s[0],) if a["flatten"] else tuple(s[:-1])) + (a["num_hidden"],),
-    "transpose": lambda a, s: tuple(s[i] for i in _transpose_axes(a, s)),
+    "FullyConnected": lambda a, s: [((s[0],) if a["flatten"] else tuple(s[:-1])) + (a["num_hidden"],)],
+    "SliceChannel": lambda a, s: _partial_split(s, a["num_outputs"], a["axis"], a["squeeze_axis"]),
+    "transpose": lambda a, s: [tuple(s[i] for i in _transpose_axes(a, s))],
     # an unknown (0) axis slices to an unknown one (as a Python slice of an empty axis does: 0)
-    "slice": lambda a, s: shape_ops.slice_shape(s, a["begin"], a["end"], a["step"]),
-    "slice_axis": lambda a, s: tuple(s) if not s[a["axis"] % len(s)] else
-    tuple(shape_ops._slice_axis_infer([s], [None], a["axis"], a["begin"], a["end"])[0][0]),
+    "slice": lambda a, s: [shape_ops.slice_shape(s, a["begin"], a["end"], a["step"])],
+    "slice_axis": lambda a, s: [tuple(s) if not s[a["axis"] % len(s)] else
+                                tuple(shape_ops._slice_axis_infer([s], [None], a["axis"], a["begin"], a["end"])[0][0])],
 }
 
 
@@ -285,6 +287,13 @@ _FROM_OUTPUT = {
     "transpose": _transpose_back,
     "Reshape": _reshape_back,
 }
+
+
+def _partial_split(shape, num_outputs, axis, squeeze_axis):
+    axis = axis % len(shape)
+    piece = tuple(shape[:axis]) + (() if squeeze_axis else (shape[axis] // num_outputs,)) + tuple(shape[axis + 1:])
+    return [piece] * num_outputs
+
 
 _MAX_SWEEPS = 12
 
@@ -412,7 +421,7 @@ def _infer_node(node, state):
         if din[slot] is None and first is not None and takes[slot] and (src.op is None or src.op.creates):
             edtype[keys[slot]] = din[slot] = first
             changed = True
-    if all(known(s) for s in ins) and (partial or all(d is not None for d in din)):
+    if _inputs_known(node, ins) and (partial or all(d is not None for d in din)):
         if _same_shape(node):     # the check the op's own infer leaves to its kernel (elemwise_add's shapes)
             _unify(node, keys, state)
         # shape inference needs dtypes: unknown ones get a stand-in (int32 for indices and conditions)
@@ -436,35 +445,16 @@ def _infer_node(node, state):
             changed = True
     if _same_shape(node):
         changed = _unify(node, keys, state) or changed
+    elif node.op.name == "where":        # x, y and the output have one shape (mx.rnn's ZoneoutCell needs it)
+        changed = _unify(node, keys[1:], state) or changed
     elif node.op.name in _PARTIAL_FORWARD and ins and ins[0] is not None and (id(node), 0) not in eshape:
-        eshape[(id(node), 0)] = _PARTIAL_FORWARD[node.op.name](node.attrs, ins[0])
+        for i, shape in enumerate(_PARTIAL_FORWARD[node.op.name](node.attrs, ins[0])):
+            eshape[(id(node), i)] = shape
         changed = True
-    elif node.op.kind == "broadcast" and len(ins) == 2 and ins[0] is not None and ins[1] is not None \
-            and len(ins[0]) == len(ins[1]):
+    elif node.op.kind == "broadcast" and len(ins) == 2 and (ins[0] is not None or ins[1] is not None) \
+            and (ins[0] is None or ins[1] is None or len(ins[0]) == len(ins[1])):
         changed = _broadcast_partial(node, ins, state) or changed
-    elif node.op.kind == "broadcast" and len(ins) == 2 and (ins[0] is None) != (ins[1] is None):
-        changed = _operand_like_other(node, ins, state) or changed
-    return changed
-
-
-# The ops Symbol `+ - * /` make (mixnet's broadcast where MXNet's are the elementwise _Plus, _Minus, _Mul, _Div)
-_SYMBOL_ARITHMETIC = frozenset({"broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_div"})
-
-
-def _operand_like_other(node, ins, state):
-    """An operand of unknown shape takes the other operand's shape, as MXNet's elementwise `_Plus` (what Symbol
-    `+` is there) infers either input from the other. Two cases: a variable operand of Symbol `+ - * /`
-    (`scores + mask_variable` binds with the mask's shape unstated), and a creation node of unknown rank (shape
-    `()` in legacy mode) in any broadcasting binary op (`sym.random.normal() + x`). Only a wholly unknown operand
-    is filled, never a known shape (mixnet's `+` broadcasts)."""
-    slot = 0 if ins[0] is None else 1
-    src, idx = node.inputs[slot]
-    is_variable = src.op is None and node.op.name in _SYMBOL_ARITHMETIC
-    is_rankless_creation = src.op is not None and src.op.creates and not src.inputs
-    if not (is_variable or is_rankless_creation):
-        return False
-    state[0][(id(src), idx)] = tuple(ins[1 - slot])
-    return True
+    return _fill_back(node, keys, ins, state) or changed
 
 
 def _infer_from_output(node, keys, ins, state):
@@ -486,17 +476,65 @@ def _infer_from_output(node, keys, ins, state):
     return changed
 
 
+def _fill_back(node, keys, ins, state):
+    """Unknown (0) dims of inputs that the node's known output decides, as MXNet's shape functions fill them
+    backwards: FullyConnected's batch dims, SliceChannel's input, and a broadcasting binary op's inputs (mixnet's
+    Symbol `+` stands for MXNet's elementwise one, whose inputs have the output's shape). So an RNN cell's begin
+    state `zeros((0, H))` learns its batch size from `i2h(x) + h2h(state)`."""
+    eshape = state[0]
+    out = eshape.get((id(node), 0))
+    if out is None:
+        return False
+    changed = False
+    for slot, wanted in _decided_inputs(node, ins, tuple(out)).items():
+        s = ins[slot] if ins[slot] is not None else (0,) * len(wanted)
+        new = tuple(d or w for d, w in zip(s, wanted))
+        if len(s) == len(wanted) and new != tuple(s):
+            eshape[keys[slot]] = ins[slot] = new
+            changed = True
+    return changed
+
+
+def _decided_inputs(node, ins, out):
+    """{input slot: its shape as far as the output decides it (0 = not decided)}."""
+    name, a = node.op.name, node.attrs
+    if name == "FullyConnected" and ins[0] is not None:
+        if a["flatten"]:
+            return {0: (out[0],) + (0,) * (len(ins[0]) - 1)}
+        return {0: out[:-1] + (0,)} if len(ins[0]) == len(out) else {}
+    if name == "SliceChannel":
+        n, squeeze = a["num_outputs"], a["squeeze_axis"]
+        axis = a["axis"] % (len(out) + squeeze)
+        return {0: out[:axis] + (n,) + out[axis:] if squeeze else out[:axis] + (out[axis] * n,) + out[axis + 1:]}
+    if node.op.kind == "broadcast" and len(ins) == 2:
+        return {slot: out for slot in (0, 1) if ins[slot] is None or len(ins[slot]) == len(out)}
+    return {}
+
+
+def _inputs_known(node, ins):
+    """Whether the node's output shapes can be inferred: all input shapes known, or for a foreach all but its
+    data's length (axis 0), which then stays unknown (0) in the outputs, as MXNet infers `(0, C, H, W)` data."""
+    if all(known(s) for s in ins):
+        return True
+    if node.op.name != "_foreach":
+        return False
+    n_data = len(node.attrs["in_data_locs"])
+    return all(s is not None and (known(s[1:]) if i < n_data else known(s))
+               for i, s in enumerate(ins))
+
+
 def _broadcast_partial(node, ins, state):
     """The output dims of a broadcasting binary op that its partial inputs decide: a dim known (> 1) on one side
-    is the output's whatever the other side is. (Symbol `+` broadcasts in mixnet where MXNet's is elementwise, so
-    `i2h + h2h` must still give its shape when h2h's batch size is unknown.)"""
+    is the output's whatever the other side is, and a known 1 facing an unknown dim is too. (Symbol `+` broadcasts
+    in mixnet where MXNet's is elementwise, so `i2h + h2h` must still give its shape when h2h's batch size is
+    unknown, a batch of 1 included; an input of unknown rank counts as all unknown dims.)"""
     eshape = state[0]
     dims = []
-    for a, b in zip(*ins):
+    for a, b in zip(*[s if s is not None else (0,) * len(ins[1 - i]) for i, s in enumerate(ins)]):
         if a and b:
             dims.append(max(a, b) if min(a, b) == 1 else a)   # unequal non-1 dims: the op's infer says so later
         else:
-            dims.append(a if a > 1 else b if b > 1 else 0)
+            dims.append(a or b)
     old = eshape.get((id(node), 0))
     new = tuple(dims) if old is None else _merge(old, dims)
     changed = new is not None and new != old

@@ -573,7 +573,10 @@ def make_function(op, public_name=None):
     def function(*args, name=None, attr=None, out=None, **kwargs):
         if out is not None:
             raise MXNetError(f"{public_name}: out= is not supported for Symbols")
+        # MXNet keeps `__key__` keywords (e.g. mx.rnn's begin_state(__layout__='NC')) as node attributes, and
+        # lr_mult / wd_mult / ctx_group as the hidden `__lr_mult__`... ones
         hidden = {f"__{k}__": str(kwargs.pop(k)) for k in HIDDEN_KEYS if k in kwargs}
+        hidden.update({k: str(kwargs.pop(k)) for k in [k for k in kwargs if k.startswith("__") and k.endswith("__")]})
         if hidden:
             attr = {**hidden, **(attr or {})}
         inputs, given, missing = bind_symbol_arguments(op, args, kwargs)
