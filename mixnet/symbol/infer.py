@@ -337,7 +337,9 @@ def _infer_nodes(nodes, shapes, dtypes, partial):
             if shape is not None:
                 eshape[(id(node), 0)] = shape
             # the dtype does not depend on the shape: ask the op with a stand-in shape
-            attrs = node.attrs if shape is not None else dict(node.attrs, shape=(1,))
+            declared = node.attrs.get("shape")
+            attrs = dict(node.attrs, shape=(1,)) if declared is not None and shape_is_unknown(declared) \
+                else node.attrs
             edtype[(id(node), 0)] = np.dtype(common.infer(node.op, [], [], attrs)[1][0])
     ops = [n for n in nodes if n.op is not None and not (n.op.creates and not n.inputs)]
     state = (eshape, edtype, partial, {}, set())     # ..., the input shapes a rule last saw, the nodes inferred
@@ -544,6 +546,8 @@ def _broadcast_partial(node, ins, state):
     keys = [(id(src), idx) for src, idx in node.inputs]
     for side in (0, 1):
         this, other = ins[side], ins[1 - side]
+        if this is None or other is None:       # an operand of unknown rank: _fill_back gives it the output's
+            continue
         filled = tuple(o if not t and o > 1 else t for t, o in zip(this, other))
         if filled != tuple(this):
             eshape[keys[side]] = filled
