@@ -87,6 +87,10 @@ class BaseRNNCell:
         self._modified = False
         self.reset()
 
+    def _projection_params(self):
+        """The i2h / h2h weight and bias symbols of a gated cell, named as MXNet names them."""
+        return tuple(self.params.get(name) for name in ("i2h_weight", "i2h_bias", "h2h_weight", "h2h_bias"))
+
     def reset(self):
         """Restarts step and begin-state numbering, before the cell builds another graph."""
         self._init_counter = -1
@@ -186,10 +190,7 @@ class RNNCell(BaseRNNCell):
         super().__init__(prefix=prefix, params=params)
         self._num_hidden = num_hidden
         self._activation = activation
-        self._iW = self.params.get("i2h_weight")
-        self._iB = self.params.get("i2h_bias")
-        self._hW = self.params.get("h2h_weight")
-        self._hB = self.params.get("h2h_bias")
+        self._iW, self._iB, self._hW, self._hB = self._projection_params()
 
     @property
     def state_info(self):
@@ -252,10 +253,7 @@ class GRUCell(BaseRNNCell):
     def __init__(self, num_hidden, prefix="gru_", params=None):
         super().__init__(prefix=prefix, params=params)
         self._num_hidden = num_hidden
-        self._iW = self.params.get("i2h_weight")
-        self._iB = self.params.get("i2h_bias")
-        self._hW = self.params.get("h2h_weight")
-        self._hB = self.params.get("h2h_bias")
+        self._iW, self._iB, self._hW, self._hB = self._projection_params()
 
     @property
     def state_info(self):
