@@ -292,8 +292,13 @@ def random_sample(population, k):
     return [population[i] for i in idx]
 
 
-def _no_sparse(function, stype):
-    return MXNetError(f"{function}: stype={stype!r} is not supported here (only 'default' arrays)")
+def _check_grad_stypes(function, grad_stypes):
+    """Gradient storage types asked for by name: sparse ones are compared by their values (what MXNet's check
+    reads of them too), an unknown one is an error."""
+    for name, stype in (grad_stypes or {}).items():
+        if stype not in (None, "default", "row_sparse", "csr"):
+            raise MXNetError(f"{function} (gradient of {name!r}): unknown stype {stype!r} "
+                             "(expected 'default', 'row_sparse' or 'csr')")
 
 
 def assign_each(the_input, function):
@@ -705,9 +710,7 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     if unknown:
         raise MXNetError(f"{function}: expected gradients for {unknown}, which are not arguments of the symbol "
                          f"{names}")
-    for name, stype in (grad_stypes or {}).items():
-        if stype not in (None, "default"):
-            raise _no_sparse(f"{function} (gradient of {name!r})", stype)
+    _check_grad_stypes(function, grad_stypes)
     # random initial buffers (drawn in sorted order, for reproducibility) show what each grad_req did; 'add'
     # is checked in the buffer's dtype, so the rounding of the initial values does not count as an error
     initial = {k: np.random.normal(size=np.shape(_as_numpy(expected[k]))) for k in sorted(expected)}
@@ -755,9 +758,7 @@ def _check_numeric_gradient_symbol(sym, location, aux_states, numeric_eps, rtol,
     if unknown:
         raise MXNetError(f"{function}: grad_nodes {unknown} are not arguments of the symbol {names}")
     reqs = _grad_reqs(function, list(reqs), reqs)
-    for name, stype in (grad_stype_dict or {}).items():
-        if stype not in (None, "default"):
-            raise _no_sparse(f"{function} (gradient of {name!r})", stype)
+    _check_grad_stypes(function, grad_stype_dict)
     outputs = sym.list_outputs()
     if len(outputs) != 1:
         raise MXNetError(f"{function}: the symbol must have one output, it has {len(outputs)}: {outputs}")

@@ -67,3 +67,14 @@ def test_almost_equal_on_scalar_arrays():
     assert_almost_equal(np.array(1.0, dtype=np.float32), np.array(1.0, dtype=np.float32))
     assert almost_equal(np.array(1.0, dtype=np.float16), np.array(1.0005, dtype=np.float16))
     assert not almost_equal(np.array(1.0), np.array(2.0))
+
+
+def test_infer_shape_partial_reports_unknowns_as_mxnet_in_each_mode():
+    # legacy: unknown dims 0, unknown shapes (); np-shape: unknown dims -1, unknown shapes None (MXNet 1.9.1)
+    out = mx.sym.slice(mx.sym.var("data", shape=(0, 20)), begin=(None, 3), end=(None, 10))
+    assert out.infer_shape_partial()[1] == [(0, 7)]
+    assert (mx.sym.var("a") + 1).infer_shape_partial()[0] == [()]
+    with mx.np_shape():
+        out = mx.sym.slice(mx.sym.var("data", shape=(-1, 20)), begin=(None, 3), end=(None, 10))
+        assert out.infer_shape_partial()[1] == [(-1, 7)]
+        assert (mx.sym.var("a") + 1).infer_shape_partial()[0] == [None]

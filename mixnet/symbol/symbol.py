@@ -10,6 +10,7 @@ import contextvars
 import numpy as np
 
 from .. import attribute, name as name_module
+from .._shape_mode import is_np_shape
 from .._atomic import write_atomic
 from ..base import MXNetError, NotImplementedForSymbol
 from ..ops import registry
@@ -241,8 +242,13 @@ class Symbol:
         return res
 
     def infer_shape_partial(self, *args, **kwargs):
-        """Like infer_shape, but unknown shapes are () (or keep their 0 dims) instead of failing."""
-        return tuple([s if s is not None else () for s in group] for group in self._infer_shapes(args, kwargs))
+        """Like infer_shape, but unknown shapes are () (or keep their 0 dims) instead of failing; in np-shape mode,
+        as MXNet there, an unknown shape is None and an unknown dim -1."""
+        groups = self._infer_shapes(args, kwargs)
+        if is_np_shape():
+            return tuple([None if s is None else tuple(-1 if d == 0 else d for d in s) for s in group]
+                         for group in groups)
+        return tuple([s if s is not None else () for s in group] for group in groups)
 
     def _infer_types(self, args, kwargs):
         names = self.list_arguments()
