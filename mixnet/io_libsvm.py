@@ -107,7 +107,8 @@ class _Rows:
                     if not sep or not _INDEX.fullmatch(index) or not _NUMBER.fullmatch(value):
                         raise MXNetError(f"{where}: expected index:value with a non-negative integer index, got "
                                          f"{token.decode(errors='replace')!r}")
-                    column = int(index) if len(index) <= 20 else width
+                    digits = index.lstrip(b"0") or b"0"  # int() of a very long digit string is refused or slow
+                    column = int(digits) if len(digits) <= 20 else width
                     if column >= width:
                         raise MXNetError(f"{where}: column index {index.decode()} is out of range for shape "
                                          f"({width},)")
@@ -133,7 +134,11 @@ class _Rows:
         starts, stops = self.indptr[rows], self.indptr[rows + 1]
         take = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops)]).astype(np.int64)
         indptr = np.concatenate([[0], np.cumsum(stops - starts)])
-        return csr(self.values[take], self.indices[take], indptr, (len(rows), self.width), cpu(), np.float32)
+        try:  # mixnet's csr arrays keep a dense buffer of the whole batch
+            return csr(self.values[take], self.indices[take], indptr, (len(rows), self.width), cpu(), np.float32)
+        except MemoryError:
+            raise MXNetError(f"LibSVMIter: out of memory for a batch of shape ({len(rows)}, {self.width}) (csr "
+                             "arrays are held dense in mixnet)") from None
 
 
 def _one_dim(shape, what):

@@ -129,6 +129,14 @@ def test_speed_knobs_are_accepted(tmp_path):
     assert len(list(it)) == 2
 
 
+def test_a_batch_too_large_for_memory_is_an_mxnet_error(tmp_path):
+    _write(tmp_path, {"d.t": DOC_DATA})
+    it = _iter(tmp_path, dict(data_libsvm="d.t", data_shape=(10 ** 14,), batch_size=2))
+    assert it.iter_next()
+    with pytest.raises(MXNetError, match="out of memory"):
+        it.getdata()
+
+
 def test_a_label_file_with_fewer_rows_is_an_error(tmp_path):
     _write(tmp_path, {"d.t": DOC_DATA, "l.t": "1 0:1\n"})
     with pytest.raises(MXNetError, match="fewer than"):
@@ -165,6 +173,12 @@ def test_malformed_lines_name_file_and_line(tmp_path, line, match):
     with pytest.raises(MXNetError, match=match) as err:
         _iter(tmp_path, dict(data_libsvm="d.t", data_shape=(5,)))
     assert "d.t:3:" in str(err.value)
+
+
+def test_leading_zeros_of_an_index_are_allowed(tmp_path):
+    _write(tmp_path, {"d.t": "1 " + "0" * 30 + "2:5\n"})
+    it = _iter(tmp_path, dict(data_libsvm="d.t", data_shape=(3,)))
+    assert next(it).data[0].asnumpy().tolist() == [[0, 0, 5]]
 
 
 def test_line_numbers_count_from_the_file_start_in_later_parts(tmp_path):
