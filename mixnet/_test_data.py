@@ -95,3 +95,19 @@ def get_mnist():
     train_label, train_data = read("train")
     test_label, test_data = read("t10k")
     return {"train_data": train_data, "train_label": train_label, "test_data": test_data, "test_label": test_label}
+
+
+def get_bz2_data(data_dir, data_name, url, data_origin_name):
+    """MXNet's test_utils.get_bz2_data: makes data_dir/data_name, the bz2 file at `url` (saved as
+    data_origin_name) decompressed, unless it exists already; the downloaded archive is removed afterwards."""
+    import bz2
+    import shutil
+    target = os.path.join(data_dir, data_name)
+    if os.path.exists(target):
+        return
+    archive = download(url, fname=data_origin_name, dirname=data_dir, overwrite=False)
+    partial = target + ".part"  # written aside and renamed, so an interrupted run leaves no truncated file
+    with bz2.open(archive, "rb") as src, open(partial, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    os.replace(partial, target)
+    os.remove(archive)
