@@ -33,5 +33,8 @@ from . import numpy, numpy_extension  # noqa: F401  (mx.np / mx.npx: present, ev
 from . import numpy as np, numpy_extension as npx  # noqa: F401
 from . import operator  # noqa: F401  (Python custom ops: registers Custom, adds nd.Custom / sym.Custom)
 from . import model, callback, module  # noqa: F401  (the legacy Module API: mx.mod, mx.model, mx.callback)
+from . import rnn  # noqa: F401  (mx.rnn: the legacy symbolic RNN cells)
 from . import module as mod  # noqa: F401
 from . import image, image as img  # noqa: F401  (mx.image / mx.img)
+from . import profiler  # noqa: F401  (mx.profiler: per-op timing, Chrome trace)
+from . import contrib  # noqa: F401  (mx.contrib.autograd, mx.contrib.text, mx.contrib.nd / sym)

@@ -7,6 +7,7 @@ registry's, written with mixnet ops, so running backward under `create_graph=Tru
 and any order of derivative works.
 """
 import contextlib
+import warnings
 
 from . import _mode
 from ._mode import MODE, Mode
@@ -289,6 +290,18 @@ def _direct_destinations(order, heads):
             if uses[key] == 1 and x._node.grad_req == "write" and x._grad is not None}
 
 
+def _reinterpret_head_grad(head, grad):
+    """MXNet reads a head gradient's buffer as the head's shape: one of another shape with at least as many
+    elements gives its leading elements in row-major order (warned about here; MXNet is silent). A smaller one
+    would make MXNet read past its end, so it is an error."""
+    if grad.size < head.size:
+        raise MXNetError(f"backward: head gradient shape {grad.shape} does not match head shape {head.shape} "
+                         f"(and has fewer elements)")
+    warnings.warn(f"backward: head gradient of shape {grad.shape} for a head of shape {head.shape}: its first "
+                  f"{head.size} elements are used, as MXNet does", stacklevel=5)
+    return grad.reshape((-1,))[:head.size].reshape(head.shape)
+
+
 def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph, into_grad_buffers=False):
     """Returns ({key: gradient}, {key: leaf array}) for everything the heads depend on. into_grad_buffers: gradient
     rules may write a leaf's gradient straight into its .grad buffer (`backward`, not `grad`)."""
@@ -309,8 +322,8 @@ def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph, int
         if hg is None:
             hg = ones_like_array(h)
         elif tuple(hg.shape) != tuple(h.shape):
-            raise MXNetError(f"backward: head gradient shape {hg.shape} does not match head shape {h.shape}")
-        elif hg.dtype != h.dtype:           # gradient rules expect their output's dtype
+            hg = _reinterpret_head_grad(h, hg)
+        if hg.dtype != h.dtype:           # gradient rules expect their output's dtype
             hg = hg.astype(h.dtype)
         _accumulate(grads, _key(h), hg)
         if isinstance(h._node, Leaf):

@@ -106,6 +106,11 @@ class OpError(MXNetError, ValueError):
     """Bad input to an operator: names the op, the shapes/dtypes involved and the user's source line."""
 
 
+class OpIndexError(OpError, IndexError):
+    """An operator's index out of bounds (gather_nd, take with mode='raise'): also an IndexError, the class
+    MXNet raises for these."""
+
+
 class MXNetWarning(UserWarning):
     """Every warning mixnet issues on purpose about its own state derives from this (filter it as a whole)."""
 

@@ -9,7 +9,7 @@ import numpy as np
 from .base import MXNetError
 
 __all__ = ["InitDesc", "Initializer", "register", "create", "Uniform", "Normal", "Xavier", "MSRAPrelu",
-           "Orthogonal", "Bilinear", "Constant", "Zero", "One", "LSTMBias", "Mixed", "Load"]
+           "Orthogonal", "Bilinear", "Constant", "Zero", "One", "LSTMBias", "FusedRNN", "Mixed", "Load"]
 
 _REGISTRY = {}
 
@@ -69,6 +69,8 @@ class Initializer:
     def __call__(self, desc, arr):
         if not isinstance(desc, InitDesc):
             desc = InitDesc(str(desc))
+        if desc.global_init is None:
+            desc.global_init = self     # what a variable's own __init__ (e.g. FusedRNN) falls back to
         init_attr = desc.attrs.get("__init__", "")
         if init_attr:
             create(init_attr)._init_weight(desc, arr)
@@ -262,6 +264,39 @@ class LSTMBias(Initializer):
         hidden = arr.shape[0] // 4
         value[hidden:2 * hidden] = self.forget_bias
         arr[:] = value
+
+
+@register
+class FusedRNN(Initializer):
+    """Initializes an `RNN` op's flat parameter vector (mx.rnn.FusedRNNCell's `parameters`) piece by piece, as
+    the unfused cells' weights would be: each per-gate weight and bias with `init` (or, when None, the global
+    initializer of the call), and an LSTM's forget-gate biases (i2h and h2h) set to forget_bias."""
+
+    def __init__(self, init, num_hidden, num_layers, mode, bidirectional=False, forget_bias=1.0):
+        init = create(init) if isinstance(init, str) else init
+        super().__init__(init=init.dumps() if init is not None else None, num_hidden=num_hidden,
+                         num_layers=num_layers, mode=mode, bidirectional=bidirectional, forget_bias=forget_bias)
+        self._init = init
+        self._num_hidden, self._num_layers, self._mode = num_hidden, num_layers, mode
+        self._bidirectional, self._forget_bias = bidirectional, forget_bias
+
+    def _init_weight(self, desc, arr):
+        from .rnn.rnn_cell import FusedRNNCell
+        cell = FusedRNNCell(self._num_hidden, self._num_layers, self._mode, self._bidirectional,
+                            forget_bias=self._forget_bias, prefix="")
+        args = cell.unpack_weights({"parameters": arr})
+        fallback = getattr(desc, "global_init", None)
+        for name, piece in args.items():
+            if self._mode == "lstm" and name.endswith("_f_bias"):
+                piece[:] = self._forget_bias
+            elif self._init is not None:
+                self._init(InitDesc(name, global_init=fallback), piece)
+            elif fallback is not None:
+                fallback(InitDesc(name, global_init=fallback), piece)
+            else:
+                raise MXNetError(f"FusedRNN: no initializer for {name!r} (give init=, or call it through a "
+                                 "global initializer)")
+        arr[:] = cell.pack_weights(args)["parameters"]
 
 
 class Mixed:

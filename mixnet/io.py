@@ -275,3 +275,4 @@ class NDArrayIter(DataIter):
 
 from .io_native import CSVIter, MNISTIter  # noqa: E402,F401  (MXNet's file-reading iterators)
 from .io_image_record import ImageRecordIter  # noqa: E402,F401
+from .io_libsvm import LibSVMIter  # noqa: E402,F401

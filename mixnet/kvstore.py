@@ -13,7 +13,7 @@ from .ndarray.ndarray import NDArray
 from .ndarray.sparse import retain
 from . import optimizer as opt
 
-__all__ = ["KVStore", "create"]
+__all__ = ["KVStore", "TestStore", "create"]
 
 _LOCAL_TYPES = ("local", "device", "local_update_cpu", "local_allreduce_cpu", "local_allreduce_device")
 
@@ -40,6 +40,7 @@ def _check_key(key):
 
 class KVStore:
     """Key -> NDArray store in one process. Pushes of several arrays for one key are summed; pulls broadcast."""
+    OPTIMIZER = "optimizer"
 
     def __init__(self, kv_type="local"):
         self._type = kv_type
@@ -137,6 +138,13 @@ class KVStore:
                 if o.stype == "row_sparse":
                     o._set_rows(rows._rows())
 
+    @staticmethod
+    def is_capable(capability):
+        """Whether this store supports a capability; 'optimizer': it can run updates itself (update_on_kvstore)."""
+        if capability.lower() == KVStore.OPTIMIZER:
+            return True
+        raise ValueError(f"Unknown capability: {capability}")
+
     def set_optimizer(self, optimizer):
         self._optimizer = optimizer
         self._updater = opt.get_updater(optimizer)
@@ -175,12 +183,32 @@ class KVStore:
         return 0
 
 
+class TestStore(KVStore):
+    """MXNet's 'teststore' (a Python KVStore its tests use): sums and broadcasts like 'local', but cannot run an
+    optimizer, so a Trainer on it updates on the workers (update_on_kvstore=False)."""
+
+    def __init__(self):
+        super().__init__("teststore")
+
+    @staticmethod
+    def is_capable(capability):
+        if capability.lower() == KVStore.OPTIMIZER:
+            return False
+        raise ValueError(f"Unknown capability: {capability}")
+
+    def set_optimizer(self, optimizer):
+        raise MXNetError("KVStore 'teststore' cannot run an optimizer (is_capable('optimizer') is False)")
+
+
 def create(name="local"):
-    """A KVStore: 'local' / 'device' (and MXNet's local aliases) in one process."""
+    """A KVStore: 'local' / 'device' (and MXNet's local aliases) in one process, or MXNet's 'teststore'."""
     if isinstance(name, KVStore):
         return name
     if not isinstance(name, str):
         raise MXNetError(f"kv.create: expected a type string, got {type(name).__name__}")
+    name = name.lower()
+    if name == "teststore":
+        return TestStore()
     if name not in _LOCAL_TYPES:
         raise MXNetError(f"KVStore type {name!r} is not supported by mixnet (single process): use one of "
                          f"{list(_LOCAL_TYPES)}")

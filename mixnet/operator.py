@@ -21,9 +21,9 @@ the hidden op `_backward_Custom`, whose kernel calls the operator's backward.
 
 Differences from MXNet (see docs/compatibility.md): in a graph (hybridize, Symbol executors) the backward runs
 on a fresh operator from `create_operator`, so state a forward leaves on `self` reaches backward only in eager
-mode (nd.Custom under autograd.record()); auxiliary states of a Symbol Custom node are listed among its
-arguments; storage types are always 'default'.
+mode (nd.Custom under autograd.record()); storage types are always 'default'.
 """
+import collections
 import functools
 import threading
 import weakref
@@ -32,11 +32,11 @@ import numpy as np
 
 from .base import DTYPES, MXNetError
 from .context import cpu, current_context
-from .ops import dispatch, registry
+from .ops import describe, dispatch, registry
 from .ops.registry import OpDef
 
-__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "PythonOp", "NumpyOp",
-           "NDArrayOp"]
+__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "get_operator_arguments",
+           "OperatorArguments", "PythonOp", "NumpyOp", "NDArrayOp"]
 
 
 class CustomOp:
@@ -131,6 +131,16 @@ register("custom_op")(CustomOpProp)
 def get_all_registered_operators():
     """Names of every operator in the registry (aliases included)."""
     return sorted(registry._OPS)
+
+
+OperatorArguments = collections.namedtuple("OperatorArguments", ["narg", "names", "types"])
+
+
+def get_operator_arguments(op_name):
+    """OperatorArguments(narg, names, types) of a registered operator: its array inputs, then its attributes,
+    with MXNet's type strings ("float, optional, default=0.9")."""
+    names, types = describe.op_arguments(registry.get(op_name))
+    return OperatorArguments(len(names), names, types)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -362,6 +372,11 @@ class _CustomDef(OpDef):
             raise MXNetError(f"{self.name}: required attribute 'op_type' is missing (the name given to "
                              "@mx.operator.register)")
         return {k: v if isinstance(v, str) else str(v) for k, v in given.items()}
+
+    def aux_slots(self, attrs):
+        """The prop's auxiliary states (its inputs after the arguments), as MXNet lists them."""
+        args, _, auxs = _names(_prop(attrs))
+        return tuple(range(len(args), len(args) + len(auxs)))
 
 
 # The operator that ran a forward, by the id of its first output buffer, for as long as that buffer lives:

@@ -23,7 +23,7 @@ class Feature:
 def _enabled():
     from .context import num_gpus
     has_gpu = num_gpus() > 0
-    return {"CUDA": has_gpu, "LAPACK": True, "INT64_TENSOR_SIZE": True}
+    return {"CUDA": has_gpu, "LAPACK": True, "INT64_TENSOR_SIZE": True, "PROFILER": True}
 
 
 def feature_list():

@@ -51,20 +51,39 @@ def test_attr_scope_merges():
 
 def test_util_np_switches():
     assert mx.util.is_np_array() is False and mx.util.is_np_shape() is False
-    assert mx.util.set_np_shape(False) is False
+    assert mx.util.set_np_shape(True) is False
+    assert mx.util.is_np_shape() and mx.is_np_shape()
+    assert mx.util.set_np_shape(False) is True
+    with mx.util.np_shape(True):
+        assert mx.util.is_np_shape()
+        with mx.util.np_shape(False):
+            assert not mx.util.is_np_shape()
+        assert mx.util.is_np_shape()
+    assert not mx.util.is_np_shape()
     with pytest.raises(mx.MXNetError):
-        mx.util.set_np_shape(True)
-    with mx.util.np_shape(False):
-        pass
+        mx.util.np_array(True)
     with pytest.raises(mx.MXNetError):
-        mx.util.np_shape(True)
+        mx.util.set_np()                 # NumPy arrays are not available
 
     @mx.util.use_np_shape
-    def needs_np_shape():
-        return 1
-    with pytest.raises(mx.MXNetError, match="needs_np_shape"):
-        needs_np_shape()
+    def in_np_shape():
+        """doc"""
+        return mx.util.is_np_shape()
+    assert in_np_shape() is True and in_np_shape.__doc__ == "doc" and not mx.util.is_np_shape()
+    mx.util.set_np(shape=True, array=False)
+    assert mx.util.is_np_shape()
     mx.util.reset_np()
+    assert not mx.util.is_np_shape()
+
+
+def test_np_shape_is_per_thread():
+    import threading
+    seen = []
+    with mx.util.np_shape(True):
+        worker = threading.Thread(target=lambda: seen.append(mx.util.is_np_shape()))
+        worker.start()
+        worker.join()
+    assert seen == [False]
 
 
 def test_runtime_features():

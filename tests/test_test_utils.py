@@ -370,3 +370,15 @@ def test_compare_optimizer_multi_tensor():
         tu.compare_optimizer(mx.optimizer.LAMB(), mx.optimizer.LAMB(wd=0.5), shapes, np.float32,
                              ntensors=len(shapes))
 
+
+
+def test_numeric_gradient_check_with_sparse_gradient_stypes():
+    # MXNet code asks for csr / row_sparse gradients by name; their values are what is compared
+    data = mx.sym.var("data")
+    sym = mx.sym.square(data)
+    x = mx.nd.array(np.random.uniform(-1, 1, size=(3, 4))).tostype("csr")
+    mx.test_utils.check_numeric_gradient(sym, [x], grad_stype_dict={"data": "csr"})
+    mx.test_utils.check_symbolic_backward(sym, [x], [mx.nd.ones((3, 4))], [2 * x.asnumpy()],
+                                          grad_stypes={"data": "row_sparse"})
+    with pytest.raises(mx.MXNetError, match="unknown stype 'dense'"):
+        mx.test_utils.check_numeric_gradient(sym, [x], grad_stype_dict={"data": "dense"})

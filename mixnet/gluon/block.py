@@ -2,6 +2,7 @@
 save/load, hooks and summaries. `HybridBlock.hybridize()` traces and compiles the block (cached_graph.py,
 cached_op.py); results are the eager ones. Called on `mx.sym` Symbols, a HybridBlock returns its graph, made by
 the same trace (parameters as their `Parameter.var()` variables), as MXNet 1.x's symbolic composition does."""
+import contextlib
 import inspect
 import json
 import threading
@@ -245,8 +246,17 @@ class Block:
                                  f"which contains parameters {_abbrev(params)}. Set ignore_extra=True to ignore.")
             _load_into(params[name], value, ctx, cast_dtype, dtype_source)
 
-    save_params = save_parameters
-    load_params = load_parameters
+    def save_params(self, filename):
+        """MXNet 1.x's deprecated form: a legacy file, the parameters' global names with this block's prefix
+        stripped (what a SymbolBlock of the same graph, or load_params, reads back)."""
+        warnings.warn("save_params is deprecated. Please use save_parameters. Note that if you want to load from "
+                      "SymbolBlock later, please use export instead.", MXNetWarning, stacklevel=2)
+        self.collect_params().save(filename, strip_prefix=self.prefix)
+
+    def load_params(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
+        """MXNet 1.x's deprecated form of load_parameters (which reads legacy files too)."""
+        warnings.warn("load_params is deprecated. Please use load_parameters.", MXNetWarning, stacklevel=2)
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     def save(self, prefix):
         """MXNet 1.9's `Block.save`: `prefix-model.json` (the block tree; hybridized blocks carry their traced
@@ -337,16 +347,22 @@ class Block:
     # ------------------------------------------------------------------ summary
     def summary(self, *inputs):
         """Prints each layer with its output shape and parameter count. Without inputs (or before the parameters
-        are initialized) it lists the declared parameter shapes, with ? for dimensions not yet known."""
+        are initialized) it lists the declared parameter shapes, with ? for dimensions not yet known. With inputs,
+        a hybridized block (or child) raises AssertionError, as in MXNet."""
         rows, handles = [], []
         if inputs:
+            # As MXNet: per-layer output shapes are only reported for a block run eagerly.
+            active = []
+            self.apply(lambda b: active.append(b) if getattr(b, "_active", False) else None)
+            assert not active, f'"{active[0].name}" must not be hybridized to print summary.'
+
             def record(block, args, out):
                 outs = out if isinstance(out, (list, tuple)) else [out]
                 shapes = [tuple(o.shape) for o in outs if isinstance(o, NDArray)]
                 rows.append((block, shapes))
 
             self.apply(lambda b: handles.append(b.register_forward_hook(record)))
-            token = cached_graph.EAGER.set(True)      # per-layer hooks need the eager path, hybridized or not
+            token = cached_graph.EAGER.set(True)      # per-layer hooks need the eager path
             try:
                 self(*inputs)
             finally:
@@ -417,6 +433,7 @@ class HybridBlock(Block):
         super().__init__(prefix, params)
         self._active = False
         self._flags = {}
+        self._op_hook = None                # (callback, monitor_all) from register_op_hook
         self._cached_graphs = {}
         self._trace_lock = threading.RLock()     # one trace per new signature when threads call at once
         self._last_graph = None
@@ -472,7 +489,13 @@ class HybridBlock(Block):
                 bound = self._keywords_as_positions(args, kwargs)
                 if bound is not None:
                     args, kwargs = bound, {}
-            if not kwargs and args and all(a is None or isinstance(a, (NDArray, list, tuple)) for a in args):
+            if not kwargs and args:
+                bad = [a for a in args if not (a is None or isinstance(a, (NDArray, list, tuple)))]
+                if bad:
+                    from .utils import InvalidArgument
+                    raise InvalidArgument(f"When hybridized, the input of HybridBlock {self.name!r} must be (nested) "
+                                          f"lists of NDArrays (or None), but got {bad[0]!r} of type "
+                                          f"{type(bad[0]).__name__} (as in MXNet; call it unhybridized instead)")
                 return cached_graph.call_hybridized(self, args)
         return self._run_eager(args, kwargs)
 
@@ -547,22 +570,66 @@ class HybridBlock(Block):
                     f"{[tuple(a.shape) for a in args if isinstance(a, NDArray)]}") from None
 
     def infer_shape(self, *args):
-        """Fills unknown (0) parameter dimensions from the inputs; layers with deferred shapes override this."""
-        unknown = [f"{p.name} {p.shape}" for p in self._reg_params.values() if p._data is None]
-        raise DeferredInitializationError(
-            f"{type(self).__name__} {self.name!r} cannot infer the shapes of {', '.join(unknown)} from its inputs: "
-            "give the parameters full shapes, or define infer_shape(self, *inputs) on the block")
+        """Fills unknown (0) parameter dimensions from the inputs, as MXNet does: hybrid_forward runs once on
+        symbol variables and graph shape inference from the inputs' shapes gives the parameters' shapes (a
+        custom block's `shape=(10, 0)` weight used by `F.FullyConnected`, say). Layers with their own rule
+        override this."""
+        shapes, why = self._graph_param_shapes(args)
+        unknown = []
+        for p in self._reg_params.values():
+            if p._data is None:
+                shape = shapes.get(p.name)
+                if shape and all(shape):
+                    p.shape = shape
+                else:
+                    unknown.append(f"{p.name} {p.shape}")
+        if unknown:
+            raise DeferredInitializationError(
+                f"{type(self).__name__} {self.name!r} cannot infer the shapes of {', '.join(unknown)} from its "
+                f"inputs{why}: give the parameters full shapes, or define infer_shape(self, *inputs) on the block")
+
+    def _graph_param_shapes(self, args):
+        """({parameter name: shape inferred from the graph of hybrid_forward}, why not, as text)."""
+        from .. import symbol
+        if type(self).forward is not HybridBlock.forward or not all(isinstance(a, NDArray) for a in args):
+            return {}, ""
+        names = [f"_infer_shape_input{k}" for k in range(len(args))]
+        params = {name: p.var() for name, p in self._reg_params.items()}
+        try:
+            with name_module.Prefix(self.prefix):
+                out = self.hybrid_forward(symbol, *[symbol.var(n) for n in names], **params)
+            if isinstance(out, (list, tuple)):
+                out = symbol.Group(list(out))
+            arg_shapes, _, aux_shapes = out.infer_shape_partial(**{n: a.shape for n, a in zip(names, args)})
+        except Exception as err:       # noqa: BLE001 - any failure of the symbolic run: say why, keep the error
+            return {}, f" (running hybrid_forward on symbols failed: {type(err).__name__}: {err})"
+        return dict(zip(out.list_arguments() + out.list_auxiliary_states(), arg_shapes + aux_shapes)), ""
 
     def forward(self, x, *args):
         if cached_graph.TRACING.get():
             from .. import symbol as F
             params = {name: p.var() for name, p in self._reg_params.items()}
-            with name_module.Prefix(self.prefix):        # node names as MXNet's trace makes them
+            with self._op_names():
                 return self.hybrid_forward(F, x, *args, **params)
         ctx = x.context if isinstance(x, NDArray) else None
         params = {name: p.data(ctx) for name, p in self._reg_params.items()}
         from .. import ndarray as F
         return self.hybrid_forward(F, x, *args, **params)
+
+    def register_op_hook(self, callback, monitor_all=False):
+        """callback(output name, op name, NDArray) for every op output of this block's hybridized runs (and,
+        with monitor_all, every op input first), named as MXNet names them ('dense0_fwd_output',
+        'dense0_fwd_data'); the graph then runs op by op. Registered on the children too, as in MXNet."""
+        for child in self._children.values():
+            if isinstance(child, HybridBlock):
+                child.register_op_hook(callback, monitor_all)
+        self._op_hook = (callback, monitor_all)
+
+    def _op_names(self):
+        """While tracing: the name scope of the ops this block records, as MXNet's trace makes them (the
+        block's prefix, counters fresh per call). A block made with prefix='' opens none: its ops are counted
+        in the enclosing block's scope, so two such blocks in one stage get activation0 and activation1."""
+        return contextlib.nullcontext() if self._empty_prefix else name_module.Prefix(self.prefix)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise MXNetError(f"{type(self).__name__} must define hybrid_forward(self, F, x, ...) or forward(self, x, ...)")

@@ -151,6 +151,7 @@ class CachedGraph:
         self.fusion = config.FUSE               # Numba kernels on CPU, CUDA through cupy on GPU
         self.static_alloc = bool(flags.get("static_alloc", False))
         self.mirror = bool(flags.get("mirror", config.MIRROR))
+        self.inline_limit = flags.get("inline_limit", 2)   # autograd.get_symbol inlines graphs this small
         self._inference = None
         self._training = {}
         self._building = threading.Lock()      # threads making a plan's first call at once build it once
@@ -184,17 +185,17 @@ class CachedGraph:
         is_train = autograd.is_training()
         mask = tuple(x._node is not None for x in inputs) if autograd.is_recording() else ()
         if any(mask):
-            outs = self.training(mask).run(inputs, is_train)
+            outs = self.training(mask).run(inputs, is_train, self.inline_limit)
         else:
             results = self.inference.run([x._data for x in inputs], is_train)
             outs = [_wrap(r.copy() if any(r is x._data for x in inputs) else r, self.ctx) for r in results]
         return unflatten(list(outs), self.out_structure)
 
-    def interpret(self, block, flat):
+    def interpret(self, block, flat, monitor=None):
         """Runs the graph op by op through the dispatch door (each op recorded like eager code): check mode
-        observes this run."""
+        and op hooks (monitor(node, inputs, outputs) after each node) observe this run."""
         from ..symbol.executor import run_graph
-        outs = run_graph(self.plan, dict(zip(self.names, self._inputs(flat))), self.ctx)
+        outs = run_graph(self.plan, dict(zip(self.names, self._inputs(flat))), self.ctx, monitor)
         return unflatten(list(outs), self.out_structure)
 
 
@@ -270,6 +271,8 @@ def call_hybridized(block, args):
             block._warned_hooks = True
         return _eager(block, args)
     flat, structure = flatten(args)
+    _check_argument_structure(block, structure)
+    _check_one_device(block, flat)
     key = signature(flat, structure)
     graph = block._cached_graphs.get(key)
     if graph is None:
@@ -279,10 +282,53 @@ def call_hybridized(block, args):
                 graph, first_result = _trace(block, args, key)
                 if first_result is not None:
                     return first_result
+    if block._op_hook is not None:
+        return graph.interpret(block, flat, _op_monitor(*block._op_hook))
     if block._checks_left > 0:
         block._checks_left -= 1
         return checked_call(block, graph, args, flat, _eager)
     return graph.run(block, flat)
+
+
+def _op_monitor(callback, monitor_all):
+    """HybridBlock.register_op_hook's callback(name, op name, array) for each node's outputs (`<node>_output`)
+    and, with monitor_all, its inputs first (`<node>_<input name>`), as MXNet names them."""
+    def monitor(node, inputs, outputs):
+        if monitor_all:
+            for name, arr in zip(node.monitor_input_names(), inputs):
+                callback(f"{node.name}_{name}", node.op.name, arr)
+        for name, arr in zip(node.output_names(), outputs):
+            callback(name, node.op.name, arr)
+    return monitor
+
+
+def _check_argument_structure(block, structure):
+    """As MXNet's cached op: the structure of the first call's arguments (which are None, how lists nest) is
+    fixed until the caches are cleared (ValueError otherwise). A later call may add or drop trailing arguments:
+    MXNet allows that for None ones only; mixnet also for given ones, which re-traces (a loss called with and
+    without its optional sample_weight works hybridized as it does eagerly)."""
+    if not block._cached_graphs:
+        block._in_structure = structure
+        return
+    stored = block._in_structure
+    if structure == stored:
+        return
+    short, long = sorted((stored[1], structure[1]), key=len)
+    if len(short) == len(long) or long[:len(short)] != short:
+        from .utils import InvalidArgument
+        raise InvalidArgument(f"The argument structure of HybridBlock {block.name!r} does not match the cached "
+                              f"version. Stored format = {stored}, input format = {structure}")
+
+
+def _check_one_device(block, flat):
+    """A hybridized block runs on one device (pinned or shared CPU memory counts as the CPU's), as in MXNet."""
+    devices = {("cpu", a.context.device_id) if a.context.device_type in ("cpu_pinned", "cpu_shared") else
+               (a.context.device_type, a.context.device_id) for a in flat}
+    if len(devices) > 1:
+        from .utils import InvalidArgument
+        raise InvalidArgument(f"HybridBlock {block.name!r}: found multiple contexts in the input "
+                              f"({', '.join(str(a.context) for a in flat)}); after hybridize() a block supports "
+                              "one input context")
 
 
 def _trace(block, args, key):

@@ -246,12 +246,14 @@ class TrainingPlan:
                                for n, i in saved_ops)
         self.random = self.forward.compiled.random
         self.mutated = [names[k] for k in self.forward.compiled.mutated]
-        self.op = OpDef(name="_CachedOp", kernel=None, grad=self._grad_rule, doc="a hybridized block's call")
+        self.op = OpDef(name="_CachedOp", kernel=None, grad=self._grad_rule, num_outputs=self.n_out,
+                        doc="a hybridized block's call")
 
     # ------------------------------------------------------------------ running
-    def run(self, inputs, is_train):
+    def run(self, inputs, is_train, inline_limit=None):
         """inputs: the NDArrays of every graph input (in `names` order). Returns the output NDArrays, recorded
-        as one tape node over the differentiated inputs."""
+        as one tape node over the differentiated inputs. `inline_limit` (the block's hybridize option): the most
+        ops for which autograd.get_symbol shows the graph itself rather than one _CachedOp node; None: always."""
         ctx = self.ctx
         rng_state = None
         if self.random:
@@ -265,7 +267,7 @@ class TrainingPlan:
         for name in self.mutated:
             inputs[self.names.index(name)]._bump_version()
         saved = list(results[self.n_out:]) + [arrays[k] for k in self.saved_inputs]
-        attrs = {"saved": saved, "inputs": inputs, "rng_state": rng_state}
+        attrs = {"saved": saved, "inputs": inputs, "rng_state": rng_state, "inline_limit": inline_limit}
         recorded = tuple(x for x, name in zip(inputs, self.names) if name in self.wrt_set)
         autograd._record(self.op, attrs, recorded, outputs, is_train)
         return outputs

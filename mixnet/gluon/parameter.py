@@ -314,6 +314,11 @@ class Parameter:
             self._deferred_init = self._deferred_init[:3] + (data,)
             self._finish_deferred_init()
             return
+        # a KVStore that updates the weights holds its own copy: MXNet drops the store, to refill it next step
+        trainer = self._trainer
+        if trainer is not None and trainer._kv_initialized and trainer._update_on_kvstore \
+                and self not in trainer._params_to_init:
+            trainer._reset_kvstore()
         for arr in self._data:
             with autograd.pause():
                 arr[:] = data.as_in_context(arr.context).astype(arr.dtype, copy=False)

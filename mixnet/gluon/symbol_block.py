@@ -9,6 +9,7 @@ A variable's hidden attributes give its Parameter's declared shape, dtype and in
 so they are parsed strictly (never evaluated) and bounded: a declared shape of more than MAX_DECLARED_ELEMENTS
 elements (MXNet 1.x's limit without its large-tensor build) is refused before anything is allocated."""
 import math
+import os
 import re
 
 import numpy as np
@@ -136,6 +137,14 @@ class SymbolBlock(HybridBlock):
             param = self._params.get(name, **kwargs)
             self._reg_params[name] = param
 
+    def _collect_params_with_prefix(self, prefix=""):
+        """Structural names as MXNet 1.x gives a SymbolBlock's parameters: their names less the common
+        (character-wise) prefix of all of them, e.g. 'conv0_weight' for 'resnetv10_conv0_weight'."""
+        if prefix:
+            prefix += "."
+        strip = len(os.path.commonprefix(list(self._reg_params)))
+        return {prefix + name[strip:]: param for name, param in self._reg_params.items()}
+
     @staticmethod
     def imports(symbol_file, input_names, param_file=None, ctx=None, allow_missing=False, ignore_extra=False):
         """Loads an exported model: `symbol_file` (-symbol.json) and optionally `param_file` (.params with
@@ -211,6 +220,12 @@ class SymbolBlock(HybridBlock):
 
     # ------------------------------------------------------------------ text
     def __repr__(self):
+        """MXNet 1.x's form: 'SymbolBlock(\n<Symbol name> : n_inputs -> n_outputs\n)' (describe() lists more)."""
+        sym = self._symbol
+        return f"{type(self).__name__}(\n{sym!r} : {len(self._input_names)} -> {len(sym.list_outputs())}\n)"
+
+    def describe(self):
+        """The graph's size, inputs, outputs and every parameter with its shape, dtype and kind."""
         sym = self._symbol
         n_ops = sum(1 for n in sym._nodes() if n.op is not None)
         lines = [f"SymbolBlock({n_ops} ops)", f"  inputs: {', '.join(self._input_names) or '-'}",

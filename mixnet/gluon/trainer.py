@@ -18,6 +18,7 @@ exactly) and the lr_scheduler's state. The file is written atomically. MXNet's p
 with an explanation (unpickling can run arbitrary code). load_states checks the whole file against the trainer's
 parameters and optimizer before it changes anything.
 """
+
 import numpy as np
 
 from ..base import MXNetError
@@ -49,7 +50,7 @@ class Trainer:
             seen.add(id(param))
             self._param2idx[param.name] = len(self._params)
             self._params.append(param)
-            param._set_trainer(self)
+            param._set_trainer(self)   # sparse rows are pulled from it; new values reset its KVStore copies
         self._contains_sparse_weight = any(p._stype != "default" for p in self._params)
         self._contains_sparse_grad = any(p._grad_stype != "default" for p in self._params)
         self._compression_params = compression_params
@@ -92,7 +93,8 @@ class Trainer:
         self._updaters = [opt.get_updater(self._optimizer) for _ in (self._contexts or [None])]
 
     def _reset_kvstore(self):
-        if self._kvstore is not None and self._update_on_kvstore:
+        """Forgets the KVStore (and its copies of the weights); the next step creates and fills it again."""
+        if self._kvstore is not None and "dist" in self._kvstore.type:
             raise RuntimeError("Cannot reset distributed KVStore.")
         self._kv_initialized = False
         self._kvstore = None
@@ -119,7 +121,7 @@ class Trainer:
                 raise TypeError(f"Cannot create '{kvstore}' KVStore with row_sparse parameters. The type must be "
                                 "KVStore or str.")
             kv = kvs.create(kvstore)
-            self._finish_kvstore(kv, True)
+            self._finish_kvstore(kv, True, update_on_kvstore)
             return
         if isinstance(kvstore, kvs.KVStore):
             kv = kvstore
@@ -130,15 +132,21 @@ class Trainer:
         else:
             kv = kvs.create(kvstore)
         default_update = not self._contains_sparse_grad    # sparse gradients: updated on the devices
-        self._finish_kvstore(kv, default_update if update_on_kvstore is None else bool(update_on_kvstore))
+        self._finish_kvstore(kv, default_update if update_on_kvstore is None else bool(update_on_kvstore),
+                             update_on_kvstore)
 
-    def _finish_kvstore(self, kv, update_on_kvstore):
+    def _finish_kvstore(self, kv, update_on_kvstore, requested=None):
+        """requested: the user's update_on_kvstore (None: not given), checked against what the store can do."""
         if kv is None:
             self._update_on_kvstore = None
         else:
             if self._compression_params:
                 kv.set_gradient_compression(self._compression_params)
             self._update_on_kvstore = update_on_kvstore
+            if update_on_kvstore and not kv.is_capable(kvs.KVStore.OPTIMIZER):
+                if requested:
+                    raise ValueError(f"Please set update_on_kvstore=False when training with {type(kv)}")
+                self._update_on_kvstore = False
             if self._update_on_kvstore:
                 kv.set_optimizer(self._optimizer)
         self._kvstore = kv

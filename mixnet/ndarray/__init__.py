@@ -1,6 +1,7 @@
 """`mx.nd`: NDArray and one function per registry op, with MXNet 1.x names and semantics."""
 import numbers as _numbers
 
+from .._shape_mode import legacy_shape_error as _legacy_shape_error
 from ..base import MXNetError as _MXNetError
 from . import ndarray  # noqa: F401  (mixnet.ndarray.ndarray is a module path MXNet code imports)
 from .ndarray import (NDArray, array, empty, from_numpy, from_dlpack, to_dlpack_for_read,  # noqa: F401
@@ -17,6 +18,7 @@ for _public, _op_name in {"arange": "_arange", "linspace": "_linspace", "eye": "
 
 def zeros(shape, ctx=None, dtype=None, stype=None, out=None, **kwargs):
     """An array of zeros (float32 unless dtype is given); `stype` 'row_sparse' / 'csr' gives an empty sparse one."""
+    _check_legacy_shape("zeros", shape)
     if stype not in (None, "default"):
         if out is not None or kwargs:
             raise _MXNetError(f"zeros: stype={stype!r} takes no out= or other arguments")
@@ -26,12 +28,26 @@ def zeros(shape, ctx=None, dtype=None, stype=None, out=None, **kwargs):
 
 def ones(shape, ctx=None, dtype=None, stype=None, out=None, **kwargs):
     _check_dense(stype)
+    _check_legacy_shape("ones", shape)
     return globals()["_ones"](shape=shape, ctx=ctx, dtype=dtype, out=out, **kwargs)
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):
     """An array filled with `val` (MXNet's positional order: shape, val, ctx, dtype)."""
+    _check_legacy_shape("full", shape)
     return globals()["_full"](shape=shape, value=val, ctx=ctx, dtype=dtype, out=out)
+
+
+def _check_legacy_shape(what, shape):
+    """MXNet 1.x's creation functions refuse a scalar or zero-size shape outside np-shape mode (there it reads
+    as unknown); arrays of those shapes still come from nd.array, nd.empty and ops."""
+    message = _legacy_shape_error(_np_shape_tuple(shape))
+    if message:
+        raise _MXNetError(f"nd.{what}: {message}")
+
+
+def _np_shape_tuple(shape):
+    return (shape,) if isinstance(shape, _numbers.Integral) else tuple(shape)
 
 
 def onehot_encode(indices, out):
@@ -72,6 +88,10 @@ def _scalar_or_array(array_op, scalar_op, rscalar_op, python_fn):
     return function
 
 
+from ..ops.histogram import histogram_function as _histogram_function  # noqa: E402
+
+histogram = _histogram_function(NDArray, globals()["_histogram"])
+
 import builtins as _builtins  # noqa: E402  (the op functions above shadow max and min)
 import operator as _operator  # noqa: E402
 
@@ -101,6 +121,7 @@ logical_xor = _scalar_or_array("broadcast_logical_xor", "_logical_xor_scalar", "
 
 from . import random, linalg, contrib, sparse, _internal  # noqa: E402,F401
 from .cached_op import CachedOp  # noqa: E402,F401
+from .reset import reset_arrays  # noqa: E402,F401
 from ..optimizer.update_ops import (sgd_update, sgd_mom_update, nag_mom_update, mp_sgd_update,  # noqa: E402,F401
                                     mp_sgd_mom_update, mp_nag_mom_update, adam_update, ftrl_update, ftml_update,
                                     signsgd_update, signum_update, rmsprop_update, rmspropalex_update)
@@ -108,3 +129,4 @@ from . import image  # noqa: E402,F401
 from .fluent import attach_fluent_methods as _attach  # noqa: E402
 
 _attach(globals())
+from . import op  # noqa: E402,F401  (mxnet.ndarray.op: the public op functions)

@@ -69,7 +69,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
     """Runs func(*loop_vars) -> (step_output, new_loop_vars) while cond(*loop_vars); step outputs are stacked on
     axis 0 and padded with zero rows to max_iterations (MXNet pads with uninitialized memory), nested as func
     returns them (a single array, or lists). No step run: no outputs ([]), as in MXNet."""
-    from . import concat, stack, zeros
+    from . import _zeros, concat, stack
     if _traced(loop_vars):
         from ..symbol import contrib
         return contrib.while_loop(cond, func, loop_vars, max_iterations)
@@ -83,7 +83,11 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
         new_vars = [new_vars] if isinstance(new_vars, NDArray) else list(new_vars or [])
         if len(new_vars) != len(variables):
             raise MXNetError(f"while_loop: func returned {len(new_vars)} loop variables, expected {len(variables)}")
-        for old, new in zip(variables, new_vars):
+        old_flat, old_fmt = _flatten(variables, "while_loop loop_vars")      # loop variables may be nested lists
+        new_flat, new_fmt = _flatten(new_vars, "while_loop new loop_vars")
+        if new_fmt != old_fmt:
+            raise MXNetError("while_loop: func must return loop variables nested as loop_vars are")
+        for old, new in zip(old_flat, new_flat):
             if old.shape != new.shape or old.dtype != new.dtype:
                 raise MXNetError(f"while_loop: a loop variable changed from {old.shape} {old.dtype.__name__} to "
                                  f"{new.shape} {new.dtype.__name__}; shapes and dtypes must stay the same")
@@ -99,7 +103,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
         stacked = stack(*rows, axis=0)
         pad = max_iterations - len(rows)
         if pad:
-            zero_rows = zeros((pad,) + rows[0].shape, ctx=rows[0].context, dtype=rows[0].dtype)
+            zero_rows = _zeros(shape=(pad,) + rows[0].shape, ctx=rows[0].context, dtype=rows[0].dtype)
             stacked = concat(stacked, zero_rows, dim=0)
         outputs.append(stacked)
     # nested as func returned them: a single array stays single (MXNet 1.9.1's regrouping)

@@ -247,6 +247,8 @@ class NDArray:
             value = array_module(self._ctx).asarray(value, dtype=self._data.dtype)
         if not is_number(value) and value.size == 1:
             value = value.reshape(())    # x[i] = <size-1 array> fills one element too, as MXNet broadcasts it
+        if self.ndim == 0 and _whole_array_key(key):
+            key = Ellipsis               # x[:] = v on a scalar array (np-shape mode) fills it, as MXNet does
         self._assign(value, key)
 
     def __getitem__(self, key):

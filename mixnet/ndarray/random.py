@@ -24,7 +24,9 @@ __all__ = ["uniform", "normal", "randn", "poisson", "exponential", "gamma", "neg
 
 def _call(name, inputs, attrs, out=None):
     op = _registry.get(name)
-    return _write_out(_dispatch.apply(op, tuple(inputs), op.parse(attrs)), out)
+    result = _dispatch.apply(op, tuple(inputs), op.parse(attrs))
+    # several outputs (multinomial's get_prob=True) come back as a list, as MXNet's nd functions return them
+    return _write_out(list(result) if type(result) is tuple else result, out)
 
 
 def _is_number(x):

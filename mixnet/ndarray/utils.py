@@ -1,6 +1,9 @@
 """`nd.save` / `nd.load` / `nd.load_frombuffer`: NDArrays <-> MXNet's binary list format (serialization.py)."""
+import struct
+
 import numpy as np
 
+from .._shape_mode import is_np_shape
 from ..base import MXNetError
 from ..context import cpu
 from .. import serialization
@@ -30,7 +33,8 @@ def save(fname, data):
     """Saves an NDArray, a list or a str->NDArray dict in MXNet's format (byte-identical to MXNet 1.9.1).
     The file is written to a temporary name and renamed, so a crash never leaves a torn file."""
     arrays, names = _flatten(data)
-    version = 3 if any(a.ndim == 0 for a in arrays) else 2
+    # np-shape mode writes MXNet's V3 records (0-d arrays exist there); a 0-d array needs them anyway
+    version = 3 if is_np_shape() or any(a.ndim == 0 for a in arrays) else 2
     serialization.save_file(fname, [a.asnumpy() for a in arrays], names, version=version)
 
 
@@ -57,9 +61,28 @@ def _wrap_loaded(arrays, names, ctx):
     return dict(zip(names, result))
 
 
+def _check_shape_semantics(head, arrays, what):
+    """MXNet loads older records only outside np-shape mode, and np-shape (V3) records only in it: the two read
+    a 0 dim and ndim 0 differently. mixnet reads V3 records in legacy mode too where nothing depends on that (no
+    zero-size dimension: its legacy arrays may be 0-d). `head` is the file's first 28 bytes (list header and the
+    first record's magic)."""
+    if len(head) < 28 or struct.unpack_from("<Q", head)[0] != serialization.LIST_MAGIC:
+        return
+    v3 = struct.unpack_from("<I", head, 24)[0] == serialization.V3_MAGIC
+    if v3 and not is_np_shape() and any(a is not None and 0 in a.shape for a in arrays):
+        raise MXNetError(f"{what}: the arrays were saved in np shape semantics (with zero-size dimensions) and "
+                         "must be loaded in them: use `with mx.np_shape(True):` (or the decorator "
+                         "mx.use_np_shape) around the load")
+    if not v3 and is_np_shape():
+        raise MXNetError(f"{what}: the arrays were not saved in np shape semantics but are being loaded in them: "
+                         "use `with mx.np_shape(False):` around the load")
+
+
 def load(fname, ctx=None):
     """Loads a list (file without names) or a dict (with names) of NDArrays."""
     arrays, names = serialization.load_file(fname)
+    with open(fname, "rb") as f:
+        _check_shape_semantics(f.read(28), arrays, f"nd.load({fname!r})")
     return _wrap_loaded(arrays, names, ctx)
 
 
@@ -67,4 +90,5 @@ def load_frombuffer(buf, ctx=None):
     if not isinstance(buf, (bytes, bytearray, memoryview)):
         raise MXNetError(f"nd.load_frombuffer: expected bytes, got {type(buf).__name__}")
     arrays, names = serialization.decode(buf)
+    _check_shape_semantics(bytes(memoryview(buf).cast("B")[:28]), arrays, "nd.load_frombuffer")
     return _wrap_loaded(arrays, names, ctx)

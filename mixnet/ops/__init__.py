@@ -13,5 +13,8 @@ from . import elemwise, basic, reduce, shape, indexing, sort, creation, random, 
 from . import contrib, spatial, svm  # noqa: F401
 from . import image  # noqa: F401
 from . import attention, correlation, roi, quantization, deformable, proposal  # noqa: F401
+from . import nn_norm_variants, histogram, softmax_ce  # noqa: F401
 
 __all__ = ["registry", "dispatch", "attrs"]
+from . import random_unique  # noqa: F401
+from . import random_pdf  # noqa: F401

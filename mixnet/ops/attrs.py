@@ -119,6 +119,7 @@ def optional(parse):
             return None
         return parse(value)
     parse_optional.__name__ = f"optional_{parse.__name__}"
+    parse_optional.inner = parse          # read by describe.py
     return parse_optional
 
 
@@ -129,6 +130,7 @@ def choice(*options):
             raise ValueError(f"expected one of {list(options)}, got {value!r}")
         return text
     parse_choice.__name__ = "choice"
+    parse_choice.options = options        # read by describe.py
     return parse_choice
 
 

@@ -1,5 +1,6 @@
 """The few shape ops NDArray itself and the gradient rules stand on: Cast, indexing, Reshape, broadcasting and
 its inverse (`_sum_to`). Other layout ops live in shape.py."""
+import math
 import numbers
 
 import numpy as np
@@ -303,21 +304,43 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # Reshape with MXNet's special codes (common.reshape_shape: one implementation for eager and traced code)
-def _reshape(xp, x, shape, reverse):
-    return x.reshape(reshape_shape(x.shape, shape, reverse))
+def _legacy_target_shape(in_shape, target, keep_highest):
+    """MXNet's deprecated `target_shape` form: one 0 is inferred from the size; keep_highest keeps dim 0."""
+    out = list(target)
+    if keep_highest:
+        out[0] = in_shape[0]
+    free = [i for i in range(1 if keep_highest else 0, len(out)) if out[i] == 0]
+    if len(free) == 1:
+        rest = math.prod(d for i, d in enumerate(out) if i != free[0])
+        out[free[0]] = math.prod(in_shape) // rest if rest else 0
+    if math.prod(out) != math.prod(in_shape) or any(d <= 0 for d in out):
+        raise ValueError(f"cannot reshape array of shape {tuple(in_shape)} into target_shape {tuple(target)}")
+    return tuple(out)
+
+
+def _reshape_to(in_shape, shape, reverse, target_shape, keep_highest):
+    if not shape and target_shape:
+        return _legacy_target_shape(in_shape, target_shape, keep_highest)
+    return reshape_shape(in_shape, shape, reverse)
+
+
+def _reshape(xp, x, shape, reverse, target_shape=(), keep_highest=False):
+    return x.reshape(_reshape_to(x.shape, shape, reverse, target_shape, keep_highest))
 
 
 register(OpDef(
-    name="Reshape", kernel=_reshape, aliases=("reshape",), kind="shape",
-    attrs={"shape": Attr(parse_shape, ()), "reverse": Attr(parse_bool, False)},
+    name="Reshape", kernel=_reshape, aliases=("reshape",), kind="shape", named_inputs=False,
+    attrs={"shape": Attr(parse_shape, ()), "reverse": Attr(parse_bool, False),
+           "target_shape": Attr(parse_shape, ()), "keep_highest": Attr(parse_bool, False)},
     grad=lambda c, g: (call("Reshape", g, shape=c.inputs[0].shape),),
-    infer=lambda shapes, dtypes, shape, reverse: ([reshape_shape(shapes[0], shape, reverse)], [dtypes[0]]),
-    test=OpTest(ref=lambda x, shape, reverse: x.reshape(reshape_shape(x.shape, shape, reverse)), cases=(
+    infer=lambda shapes, dtypes, **a: ([_reshape_to(shapes[0], **a)], [dtypes[0]]),
+    test=OpTest(ref=lambda x, **a: x.reshape(_reshape_to(x.shape, **a)), cases=(
         (((2, 3, 4),), {"shape": (4, 0, 2)}), (((2, 3, 4),), {"shape": (6, -1)}),
         (((2, 3, 4),), {"shape": (-2,)}), (((2, 3, 4),), {"shape": (2, -2)}),
         (((2, 3, 4),), {"shape": (-3, 4)}), (((2, 3, 4),), {"shape": (-4, 1, 2, -2)}),
         (((10, 5, 4),), {"shape": (-1, 0)}), (((10, 5, 4),), {"shape": (-1, 0), "reverse": True}),
-        (((3, 4),), {"shape": (-1,)}),
+        (((3, 4),), {"shape": (-1,)}), (((64,),), {"shape": (16, 4, -4), "reverse": True}),
+        (((2, 3, 5),), {"target_shape": (2, 0)}), (((2, 3, 5),), {"target_shape": (0, 5, 3), "keep_highest": True}),
     ))))
 
 

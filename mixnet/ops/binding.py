@@ -55,6 +55,8 @@ def bind_call(op, args, kwargs, is_input, named_variadic=False):
         raise MXNetError(f"{op.name}: takes {len(names)} input(s) ({', '.join(names) or 'none'}), "
                          f"got {len(positional)}")
     inputs = positional + [None] * (len(names) - len(positional))
+    if callable(op.inputs):      # `sequence_length=None` names an input the attributes removed: absent, as in MXNet
+        keyword_inputs = {k: v for k, v in keyword_inputs.items() if v is not None or k in names}
     for i, name in enumerate(names):
         if name in keyword_inputs:
             if inputs[i] is not None:

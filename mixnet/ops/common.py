@@ -141,8 +141,8 @@ def reshape_shape(in_shape, spec, reverse=False):
         if math.prod(spec) != math.prod(in_shape):
             raise ValueError(f"cannot reshape array of shape {in_shape} (size {math.prod(in_shape)}) into {spec}")
         return spec
-    if reverse:
-        out = reshape_shape(in_shape[::-1], _reverse_spec(spec))
+    if reverse:       # MXNet reverses both plainly, so a -4's two values come before it in a reversed spec
+        out = reshape_shape(in_shape[::-1], spec[::-1])
         return out[::-1]
     out, i, j, infer_at = [], 0, 0, None
     while j < len(spec):
@@ -185,17 +185,6 @@ def reshape_shape(in_shape, spec, reverse=False):
     if math.prod(out) != total:
         raise ValueError(f"cannot reshape array of shape {in_shape} (size {total}) into {tuple(out)}")
     return tuple(out)
-
-
-def _reverse_spec(spec):
-    """Reverses a spec keeping each -4's two following values in order after reversal."""
-    groups, j = [], 0
-    while j < len(spec):
-        if spec[j] == -4:
-            groups.append((-4, spec[j + 2], spec[j + 1])); j += 3
-        else:
-            groups.append((spec[j],)); j += 1
-    return tuple(v for grp in reversed(groups) for v in grp)
 
 
 def _need(ok, in_shape, spec):

@@ -9,13 +9,14 @@ import numpy as np
 from .. import config
 from .._mode import MODE
 from .._source import user_location
-from ..base import MXNetError, OpError
+from ..base import MXNetError, OpError, OpIndexError
 from ..context import current_context
 
 # Filled in by mixnet.ndarray / mixnet.autograd at import (they sit above this layer).
 WRAP = None          # (data, ctx) -> NDArray
 RECORD = None        # (op, attrs, inputs, outputs, is_train) -> None
 RANDOM_STATE = None  # ctx -> Generator
+PROFILER = None      # the running mx.profiler recorder, set by mixnet/profiler.py; None (one check) when off
 
 
 def describe_inputs(arrays):
@@ -30,7 +31,7 @@ def op_error(op, arrays, attrs, err):
     msg = f"{op.name}: {err} (inputs: {describe_inputs(arrays)}{attr_text})"
     if where:
         msg += f"\n  at {where}"
-    return OpError(msg)
+    return (OpIndexError if isinstance(err, IndexError) else OpError)(msg)
 
 
 def run_kernel(op, xp, datas, attrs, mode, ctx):
@@ -70,6 +71,8 @@ def apply(op, inputs, attrs):
     mode = MODE.get()
     if mode.tracer is not None:
         return mode.tracer.emit(op, inputs, attrs)
+    if PROFILER is not None and PROFILER.wants(op):
+        return PROFILER.time_op(op, apply, inputs, attrs)   # times this same call, re-entering once
     if inputs:
         ctx = inputs[0]._ctx
         for x in inputs:

@@ -235,7 +235,14 @@ def _pow_grads(c, g):
 
 
 def _mod_grads(c, g):
+    if not _is_float(_a(c)):
+        return g * 0, g * 0
     return g, -g * call("floor", _a(c) / _b(c))
+
+
+def _is_float(x):
+    """MXNet defines mod's gradients for floating dtypes only: on integers they are zero."""
+    return np.dtype(x.dtype).kind == "f"
 
 
 # the xp ufunc of each _BINARY op, which writes into planned buffers (out=)
@@ -345,8 +352,10 @@ _SCALAR = [
     ("_mul_scalar", lambda xp, x, s: x * s, lambda c, g: (g * c.attrs["scalar"],), "{0} * {scalar}", (-2.0, 2.0)),
     ("_div_scalar", lambda xp, x, s: x / s, lambda c, g: (g / c.attrs["scalar"],), "{0} / {scalar}", (-2.0, 2.0)),
     ("_rdiv_scalar", lambda xp, x, s: s / x, lambda c, g: (-g * _y(c) / _x(c),), "{scalar} / {0}", (0.5, 2.0)),
-    ("_mod_scalar", lambda xp, x, s: xp.mod(x, s), lambda c, g: (g,), "fmod_floor({0}, {scalar})", (0.1, 0.9)),
-    ("_rmod_scalar", lambda xp, x, s: xp.mod(s, x), lambda c, g: (-g * call("floor", c.attrs["scalar"] / _x(c)),),
+    ("_mod_scalar", lambda xp, x, s: xp.mod(x, s), lambda c, g: (g if _is_float(_x(c)) else g * 0,),
+     "fmod_floor({0}, {scalar})", (0.1, 0.9)),
+    ("_rmod_scalar", lambda xp, x, s: xp.mod(s, x),
+     lambda c, g: (-g * call("floor", c.attrs["scalar"] / _x(c)) if _is_float(_x(c)) else g * 0,),
      "fmod_floor({scalar}, {0})", (0.7, 0.9)),
     ("_power_scalar", lambda xp, x, s: _pow(xp, x, s, x),
      lambda c, g: (g * c.attrs["scalar"] * _x(c) ** (c.attrs["scalar"] - 1),), "pow({0}, {scalar})", (0.5, 2.0)),

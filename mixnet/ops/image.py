@@ -140,6 +140,8 @@ register(OpDef(
 register(OpDef(
     name="_backward_image_normalize", kernel=_normalize_backward, inputs=("out_grad",), attrs=_NORM_ATTRS,
     infer=_norm_infer, grad=_normalize_grad, hidden=True,
+    test=OpTest(ref=lambda g, mean, std: g / _per_channel(std, g.shape[-3], np.float64),
+                cases=((((3, 4, 5),), {"mean": (0.1, 0.2, 0.3), "std": (1.0, 2.0, 0.5)}),)),
     doc="The gradient of _image_normalize: out_grad / std per channel (linear, so it is its own gradient)."))
 
 
@@ -348,6 +350,12 @@ def _crop_backward(xp, g, data, x, y, width, height):
     return out
 
 
+def _ref_crop_backward(g, data, x, y, width, height):
+    out = np.zeros(data.shape, dtype=np.float64)
+    out[_crop_index(data.ndim, x, y, width, height)] = g
+    return out
+
+
 def _crop_backward_infer(shapes, dtypes, **attrs):
     return [tuple(shapes[1])], [dtypes[0]]
 
@@ -364,6 +372,7 @@ register(OpDef(
     name="_backward_image_crop", kernel=_crop_backward, inputs=("out_grad", "data"), attrs=_CROP_ATTRS,
     infer=_crop_backward_infer, nondiff_inputs=(1,), hidden=True,
     grad=lambda ctx, g: (call("_image_crop", g, **ctx.attrs), None),
+    test=OpTest(ref=_ref_crop_backward, cases=((((3, 2, 3), (5, 4, 3)), {"x": 1, "y": 2, "width": 2, "height": 3}),)),
     doc="The gradient of _image_crop: out_grad placed in a zero array of data's shape."))
 
 

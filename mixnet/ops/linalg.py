@@ -480,11 +480,13 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # triangular ops: potrf, potri, trmm, trsm, syrk
-def _potrf(xp, a):
+def _potrf(xp, a, lower=True):
     _check_float("linalg.potrf", a)
     _check_square("linalg.potrf", a)
-    try:
-        return xp.linalg.cholesky(a).astype(a.dtype, copy=False)
+    try:       # lower=False: U (A = U^T U) from the upper triangle, the transposed problem's L transposed
+        if lower:
+            return xp.linalg.cholesky(a).astype(a.dtype, copy=False)
+        return _mT(xp, xp.linalg.cholesky(_mT(xp, a))).astype(a.dtype, copy=False)
     except np.linalg.LinAlgError:
         raise ValueError("the Cholesky factorization failed: the input is not symmetric positive definite") \
             from None
@@ -497,23 +499,28 @@ def _phi(x):
 
 def _potrf_grad(c, g):
     L = c.outputs[0]
+    if not c.attrs["lower"]:        # in terms of L = U^T (the gradient is symmetric, so it stays as it is)
+        L, g = _T(L), _T(g)
     p = _phi(_mm(L, _tri_nd(g), ta=True))
     s = call("_linalg_trsm", L, p, transpose=True)             # L^-T P
     s = call("_linalg_trsm", L, s, rightside=True)             # L^-T P L^-1
     return (0.5 * (s + _T(s)),)
 
 
-def _potri(xp, a):
+def _potri(xp, a, lower=True):
     _check_float("linalg.potri", a)
     _check_square("linalg.potri", a)
-    linv = xp.linalg.inv(xp.tril(a))
+    linv = xp.linalg.inv(xp.tril(a if lower else _mT(xp, a)))      # lower=False: U = L^T
     return xp.matmul(_mT(xp, linv), linv).astype(a.dtype, copy=False)
 
 
 def _potri_grad(c, g):
-    L, out = _tri_nd(c.inputs[0]), c.outputs[0]          # the kernel reads only the lower triangle
+    lower = c.attrs["lower"]
+    a, out = c.inputs[0], c.outputs[0]
+    L = _tri_nd(a if lower else _T(a))                 # the kernel reads only that triangle
     ga = -_mm(_mm(out, g + _T(g)), out)
-    return (_tri_nd(_mm(ga, L)),)
+    gl = _tri_nd(_mm(ga, L))
+    return (gl if lower else _T(gl),)
 
 
 def _check_triangular(name, a, b, rightside):
@@ -607,7 +614,7 @@ def _syrk_grad(c, g):
 
 
 def _square_infer(name):
-    def infer(shapes, dtypes):
+    def infer(shapes, dtypes, **_):
         a, = _inputs(shapes, dtypes)
         _check_float(name, a)
         _check_square(name, a)
@@ -654,18 +661,24 @@ _TRI_CASES = (
 
 register(OpDef(
     name="_linalg_potrf", kernel=_potrf, inputs=("A",), grad=_potrf_grad, infer=_square_infer("linalg.potrf"),
+    attrs={"lower": Attr(parse_bool, True)},
     doc="Cholesky factor L (lower triangular, A = L L^T) of symmetric positive definite matrices; reads only "
-        "the lower triangle of A. The gradient is the symmetric one.",
+        "the lower triangle of A (lower=False: U with A = U^T U, from the upper triangle). The gradient is the "
+        "symmetric one.",
     # OpTest cannot ask for SPD data, and finite differences over every entry see only the lower triangle
     # while the gradient is the symmetric one: only 1x1 matrices (positive numbers) fit both. n x n forward,
     # gradient (along symmetric directions) and second order are in tests/ops/test_linalg_semantics.py.
-    test=OpTest(ref=lambda a: _loop(lambda m: np.linalg.cholesky(m.astype(np.float64)), a),
-                cases=((((1, 1),), {}), (((3, 1, 1),), {})), domain=(0.5, 2.0))))
+    test=OpTest(ref=lambda a, lower: _loop(lambda m: np.linalg.cholesky(m.astype(np.float64)), a),
+                cases=((((1, 1),), {}), (((3, 1, 1),), {"lower": False})), domain=(0.5, 2.0))))
 register(OpDef(
     name="_linalg_potri", kernel=_potri, inputs=("A",), grad=_potri_grad, infer=_square_infer("linalg.potri"),
-    doc="(L L^T)^-1 from the Cholesky factor L (only its lower triangle is read).",
-    test=OpTest(ref=lambda a: _loop(lambda m: np.linalg.inv(np.tril(m) @ np.tril(m).T), a.astype(np.float64)),
-                cases=((((3, 3),), {}), (((2, 2, 2),), {})), domain=(1.0, 2.0), dtype="float64")))
+    attrs={"lower": Attr(parse_bool, True)},
+    doc="(L L^T)^-1 from the Cholesky factor L (only its lower triangle is read); lower=False: (U^T U)^-1 "
+        "from the upper factor U.",
+    test=OpTest(ref=lambda a, lower: _loop(lambda m: np.linalg.inv(np.tril(m) @ np.tril(m).T if lower else
+                                                                   np.triu(m).T @ np.triu(m)), a.astype(np.float64)),
+                cases=((((3, 3),), {}), (((2, 2, 2),), {}), (((3, 3),), {"lower": False})), domain=(1.0, 2.0),
+                dtype="float64")))
 register(OpDef(
     name="_linalg_trmm", kernel=_trmm, inputs=("A", "B"), grad=_trmm_grad, attrs=_TRI_ATTRS,
     infer=_triangular_infer("linalg.trmm"),

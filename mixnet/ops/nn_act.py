@@ -106,14 +106,19 @@ def _prelu_shape(x, gamma):
 
 
 def _prelu_bshape(x_shape, gamma_shape):
-    """The shape gamma is broadcast from: one slope for all, or one per channel (axis 1)."""
+    """The shape gamma is broadcast from (MXNet's rule): gamma's dims, from its last, line up with data's axes 1
+    and 0 where they equal the data's or are 1; the other axes are 1. So (C,) is one slope per channel, (1,) one
+    for all, (N, C) one per sample and channel."""
     x_shape, gamma_shape = tuple(x_shape), tuple(gamma_shape)
-    if math.prod(gamma_shape) == 1:
-        return (1,) * len(x_shape)
-    if len(x_shape) < 2 or gamma_shape != (x_shape[1],):
-        raise ValueError(f"gamma shape {gamma_shape} must be (1,) or ({x_shape[1] if len(x_shape) > 1 else '?'},) "
-                         "(one slope per channel, axis 1)")
-    return (1, x_shape[1]) + (1,) * (len(x_shape) - 2)
+    out, s = [1] * len(x_shape), len(gamma_shape) - 1
+    for i in range(len(x_shape) - 1, -1, -1):
+        if s >= 0 and i <= 1 and gamma_shape[s] in (x_shape[i], 1):
+            out[i] = gamma_shape[s]
+            s -= 1
+    if s != -1:
+        raise ValueError(f"cannot broadcast gamma of shape {gamma_shape} to data of shape {x_shape} (gamma's dims "
+                         "match data's axes 0 and 1)")
+    return tuple(out)
 
 
 def _leaky_infer(shapes, dtypes, act_type, slope, lower_bound, upper_bound):
@@ -211,9 +216,9 @@ register(OpDef(
     test=OpTest(ref=_ref_leaky_np, domain=(0.1, 2.0), cases=(
         (((2, 5),), {}), (((2, 5),), {"act_type": "elu", "slope": 0.7}), (((2, 5),), {"act_type": "selu"}),
         (((2, 5),), {"act_type": "gelu"}), (((2, 3, 2), (3,)), {"act_type": "prelu"}),
-        (((2, 3), (1,)), {"act_type": "prelu"}),
+        (((2, 3), (1,)), {"act_type": "prelu"}), (((3, 4), (3, 4)), {"act_type": "prelu"}),
     )),
-    doc="leaky / prelu (gamma per channel on axis 1, or one value) / elu (slope is alpha) / selu / gelu (erf "
+    doc="leaky / prelu (gamma per channel on axis 1, one value, or per sample and channel) / elu (slope is alpha) / selu / gelu (erf "
         "form) / rrelu (random slope in [lower_bound, upper_bound) while training, their mean otherwise; "
         "returns (out, slopes) like MXNet)."))
 
@@ -221,13 +226,15 @@ register(OpDef(
 # ---------------------------------------------------------------------------------------------------------
 # softmax family
 def _check_length(shape, length_shape, length_dtype, axis):
-    """softmax's lengths: integers, with the data's shape without `axis`. Returns the normalized axis."""
+    """softmax's lengths: integers, with the data's shape without `axis`. Returns the normalized axis. Shape
+    inference passes no dtype: MXNet checks the lengths' dtype when the op runs, so a float32 `length` variable
+    binds (simple_bind's default) and fails at forward."""
     shape = tuple(shape)
     ax = norm_axis(axis, len(shape))
     want = shape[:ax] + shape[ax + 1:]
     if tuple(length_shape) != want:
         raise ValueError(f"length shape {tuple(length_shape)} does not match {want} (data shape without axis {axis})")
-    if np.dtype(length_dtype).kind not in "iu":
+    if length_dtype is not None and np.dtype(length_dtype).kind not in "iu":
         raise ValueError(f"length must have an integer dtype, got {np.dtype(length_dtype)} (MXNet)")
     return ax
 
@@ -275,7 +282,7 @@ def _check_softmax_axis(shape, axis):
 def _softmax_infer(shapes, dtypes, axis, temperature, dtype, use_length):
     _check_softmax_axis(shapes[0], axis)
     if use_length:
-        _check_length(shapes[0], shapes[1], dtypes[1], axis)
+        _check_length(shapes[0], shapes[1], None, axis)
     return [tuple(shapes[0])], [dtype if dtype is not None else dtypes[0]]
 
 
@@ -505,7 +512,7 @@ def _ref_softmax_act(x, mode="instance"):
 
 
 register(OpDef(
-    name="SoftmaxActivation", kernel=_k_softmax_act, grad=_g_softmax_act,
+    name="SoftmaxActivation", kernel=_k_softmax_act, grad=_g_softmax_act, named_inputs=False,
     infer=lambda shapes, dtypes, mode: ([_softmax_act_check(shapes[0], mode)], [dtypes[0]]),
     attrs={"mode": Attr(choice("channel", "instance"), "instance")},
     test=OpTest(ref=_ref_softmax_act, cases=(
@@ -514,12 +521,8 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # SoftmaxOutput
-def _so_layout(data, label, multi_output, preserve_shape):
-    """(axis of the classes, expected label shape)."""
-    return _so_axes(data.shape, multi_output, preserve_shape)
-
-
 def _so_axes(shape, multi_output, preserve_shape):
+    """(axis of the classes, the label shape the gradient reads)."""
     shape = tuple(shape)
     if len(shape) < (2 if multi_output else 1):
         raise ValueError(f"SoftmaxOutput needs data with a batch axis{' and a class axis' if multi_output else ''}, "
@@ -532,10 +535,16 @@ def _so_axes(shape, multi_output, preserve_shape):
 
 
 def _check_so_label(data_shape, label_shape, multi_output, preserve_shape):
+    """The class axis; raises for a label shape MXNet refuses. A label of the data's shape holds probabilities;
+    with multi_output, (N, spatial size) and (N, 1, spatial...) are accepted besides (N, spatial...)."""
+    data_shape, label_shape = tuple(data_shape), tuple(label_shape)
     ax, lshape = _so_axes(data_shape, multi_output, preserve_shape)
-    if tuple(label_shape) != tuple(lshape):
-        raise ValueError(f"label shape {tuple(label_shape)} does not match {lshape} for data of shape "
-                         f"{tuple(data_shape)}")
+    accepted = [lshape, data_shape]
+    if multi_output:
+        accepted += [(data_shape[0], math.prod(data_shape[2:])), data_shape[:1] + (1,) + data_shape[2:]]
+    if label_shape not in accepted:
+        raise ValueError(f"label shape {label_shape} does not match {lshape} (class indices) or {data_shape} "
+                         f"(probabilities) for data of shape {data_shape}")
     return ax
 
 
@@ -557,7 +566,10 @@ def _k_softmax_output(xp, data, label, *, grad_scale, ignore_label, multi_output
 def _k_so_target(xp, out, label, *, grad_scale, ignore_label, multi_output, use_ignore, preserve_shape,
                  normalization, out_grad, smooth_alpha):
     """MXNet's SoftmaxOutput gradient given the forward output."""
-    ax, _ = _so_layout(out, label, multi_output, preserve_shape)
+    if label.shape == out.shape:        # probabilities: no ignore_label, no normalization (MXNet's)
+        return ((out - label) * grad_scale).astype(out.dtype, copy=False)
+    ax, lshape = _so_axes(out.shape, multi_output, preserve_shape)
+    label = label.reshape(lshape)
     if ax is None:
         y = out.reshape(out.shape[0], -1)
         lab = label.reshape(-1)[:out.shape[0]]
@@ -613,6 +625,7 @@ register(OpDef(
     test=OpTest(ref=_ref_softmax_output, int_inputs={1: (0, 3)}, grad=False, grad2=False, cases=(
         (((3, 4), (3,)), {}), (((2, 3, 2), (2, 2)), {"multi_output": True}),
         (((2, 3, 2), (2, 3)), {"preserve_shape": True}), (((2, 3, 2), (2, 3)), {}),
+        (((2, 3, 2), (2, 1, 2)), {"multi_output": True}),
     )),
     doc="Softmax forward; backward is MXNet's (softmax - onehot(label)) * grad_scale / norm, ignoring the head "
         "gradient (the loss is implicit). normalization: 'null' (none), 'batch' (/N), 'valid' (/ number of labels "
@@ -723,8 +736,10 @@ def _k_dropout(xp, data, *, p, mode, axes, cudnn_off, is_train, rng):
         keep = rng.random(mshape) >= p
         if xp is not np:
             keep = xp.asarray(keep)
-        scale = 0.0 if p >= 1 else 1.0 / (1 - p)
-        mask = xp.broadcast_to((keep * scale).astype(data.dtype), data.shape).copy()
+        if p >= 1:    # MXNet scales by 1/(1-p) = inf, so every element (0 * inf) and its gradient are NaN
+            mask = xp.full(data.shape, np.nan, dtype=data.dtype)
+        else:
+            mask = xp.broadcast_to((keep * (1.0 / (1 - p))).astype(data.dtype), data.shape).copy()
         return (data * mask).astype(data.dtype, copy=False), mask
     return data.copy(), xp.ones_like(data)
 
@@ -735,7 +750,8 @@ register(OpDef(
     attrs={"p": Attr(parse_float, 0.5), "mode": Attr(choice("always", "training"), "training"),
            "axes": Attr(parse_shape, ()), "cudnn_off": Attr(optional(parse_bool), False)},
     test=OpTest(random=True, cases=((((4, 5),), {}), (((4, 5),), {"p": 0.3, "mode": "always", "axes": (0,)}))),
-    doc="Inverted dropout: kept elements are scaled by 1/(1-p); identity outside training unless mode='always'. "
+    doc="Inverted dropout: kept elements are scaled by 1/(1-p) (p=1 gives NaN, as MXNet's 0 * inf); identity "
+        "outside training unless mode='always'. "
         "axes share one mask along those axes. Returns (out, mask); the user sees out."))
 
 

@@ -761,6 +761,11 @@ def _pool_geometry(spatial, kernel, pool_type, global_pool, pooling_convention, 
     if len(kernel) != nd:
         raise ValueError(f"kernel {kernel} must have {nd} dimensions for data with {nd} spatial dimensions")
     stride = _tup(stride, nd, 1)
+    if pooling_convention == "same":       # it computes its own padding (MXNet reads pad only to refuse it)
+        if any(pad or ()):
+            raise ValueError(f"pooling_convention='same' computes its own padding; pad must be zeros, got "
+                             f"{tuple(pad)}")
+        pad = (0,) * nd
     pad = _tup(pad, nd, 0)
     out = []
     for L, k, s, p in zip(spatial, kernel, stride, pad):

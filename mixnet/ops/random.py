@@ -41,7 +41,14 @@ def _dtype_or(default):
 # samplers: numpy draws from parameters (scalars or broadcastable arrays) and a size
 def _uniform(rng, size, low, high):
     low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
-    return low + (high - low) * rng.random(size)
+    if low.ndim or high.ndim:
+        return low + (high - low) * rng.random(size)
+    values = rng.random(size)             # scalar bounds: scaled in place, no temporaries of the sample's size
+    if high - low != 1:
+        values *= high - low
+    if low != 0:
+        values += low
+    return values
 
 
 def _normal(rng, size, loc, scale):
@@ -199,20 +206,30 @@ register(OpDef(
 
 
 # ---------------------------------------------------------------------------------------------------------
-def _multinomial_shape(data_shape, shape):
+def _max_exact_integer(dtype):
+    """The largest count of categories whose every index the output dtype holds exactly (MXNet's check)."""
+    if dtype.kind == "f":
+        return 2 ** (np.finfo(dtype).nmant + 1)
+    return np.iinfo(dtype).max
+
+
+def _multinomial_shape(data_shape, shape, dtype):
     data_shape = tuple(data_shape)
     if len(data_shape) < 1 or data_shape[-1] < 1:
         raise ValueError(f"data must hold probabilities along its last axis, got shape {data_shape}")
+    if data_shape[-1] > _max_exact_integer(dtype):
+        raise ValueError(f"dtype {dtype.name} does not have a sufficient precision to represent the indices of "
+                         f"the input array ({data_shape[-1]} categories)")
     return check_shape(data_shape[:-1] + tuple(shape))
 
 
 def _multinomial_infer(shapes, dtypes, shape, get_prob, dtype):
-    out = _multinomial_shape(shapes[0], shape)
+    out = _multinomial_shape(shapes[0], shape, dtype)
     return ([out, out], [dtype, dtypes[0]]) if get_prob else ([out], [dtype])
 
 
 def _multinomial(xp, data, shape, get_prob, dtype, rng):
-    _multinomial_shape(data.shape, shape)
+    _multinomial_shape(data.shape, shape, dtype)
     shape = tuple(shape)
     k = data.shape[-1]
     probs = _host(data).astype(np.float64).reshape(-1, k)

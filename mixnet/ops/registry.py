@@ -77,6 +77,9 @@ class OpDef:
     hidden: bool = False                     # internal (gradient helpers such as _sum_to): still nd._name, as MXNet
     open_attrs: bool = False                 # any attribute is accepted and kept as a string (Custom: op_type plus
                                              # its prop's keyword arguments); parse() validates them
+    named_inputs: Optional[bool] = None      # MXNet lists input names (FListInputNames), so monitors and op
+    #                                          hooks call them <node>_<name>; else <node>_input<i>. None: True
+    #                                          except for the unary, scalar and reduce families
     test: Optional[OpTest] = None
     doc: str = ""
 
@@ -86,6 +89,20 @@ class OpDef:
 
     def input_names(self, attrs):
         return self.inputs(attrs) if callable(self.inputs) else self.inputs
+
+    def monitor_input_names(self, attrs, n_inputs):
+        """The names MXNet's monitor callbacks give this op's inputs (after `<node>_`)."""
+        named = self.named_inputs if self.named_inputs is not None else \
+            self.kind not in ("unary", "scalar", "reduce")
+        if not named:
+            return [f"input{i}" for i in range(n_inputs)]
+        if self.variadic:
+            return [f"arg{i}" for i in range(n_inputs)]
+        return list(self.input_names(attrs))
+
+    def aux_slots(self, attrs):
+        """Inputs that are auxiliary states (Symbol.list_auxiliary_states): those the op updates in place."""
+        return self.mutates
 
     def n_outputs(self, attrs):
         return self.num_outputs(attrs) if callable(self.num_outputs) else self.num_outputs

@@ -52,7 +52,7 @@ from .common import call, check_same_dtypes, concat_shape
 from .nn_norm import _final_gradient, _replayed
 from .registry import OpDef, OpTest, register
 
-__all__ = ["param_size"]
+__all__ = ["param_size", "param_layout"]
 
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
@@ -94,6 +94,12 @@ def param_size(mode, num_layers=None, input_size=None, state_size=None, bidirect
         bidirectional, projection_size = a.get("bidirectional", False), a.get("projection_size")
     return _layout(mode, int(num_layers), int(input_size), int(state_size), 2 if bidirectional else 1,
                    projection_size)[1]
+
+
+def param_layout(mode, num_layers, input_size, state_size, bidirectional=False):
+    """Where each weight and bias lies in the fused vector, for code that packs or unpacks it (mx.rnn's
+    FusedRNNCell): ([per layer, direction l then r: {"wx", "wh", "bx", "bh"}: (offset, shape)], total size)."""
+    return _layout(mode, int(num_layers), int(input_size), int(state_size), 2 if bidirectional else 1, None)
 
 
 # ---------------------------------------------------------------------------------------------------------

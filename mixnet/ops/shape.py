@@ -66,6 +66,7 @@ def _transpose_grad(c, g):
 
 register(OpDef(
     name="transpose", kernel=_transpose, attrs={"axes": Attr(parse_shape, ())}, grad=_transpose_grad, kind="shape",
+    named_inputs=False,
     infer=lambda shapes, dtypes, axes: ([_permuted(shapes[0], _perm(len(shapes[0]), axes))], [dtypes[0]]),
     test=OpTest(ref=lambda x, axes: np.transpose(x, axes or None), cases=(
         (((2, 3, 4),), {}), (((2, 3, 4),), {"axes": (1, 0, 2)}), (((2, 3, 4),), {"axes": (2, 0, 1)}),
@@ -92,6 +93,7 @@ def _expanded(shape, axis):
 
 register(OpDef(
     name="expand_dims", kernel=_expand_dims, attrs={"axis": Attr(parse_int, REQUIRED)}, kind="shape",
+    named_inputs=False,
     infer=lambda shapes, dtypes, axis: ([_expanded(shapes[0], axis)], [dtypes[0]]),
     grad=lambda c, g: (call("squeeze", g, axis=_expand_axis(c.inputs[0].ndim, c.attrs["axis"])),),
     test=OpTest(ref=lambda x, axis: np.expand_dims(x, axis), cases=(
@@ -145,6 +147,7 @@ def _flatten(xp, x):
 
 register(OpDef(
     name="Flatten", kernel=_flatten, aliases=("flatten",), kind="shape",
+    named_inputs=False,
     infer=lambda shapes, dtypes: ([_flat_shape(tuple(shapes[0]))], [dtypes[0]]),
     grad=lambda c, g: (call("reshape_like", g, c.inputs[0]),),
     test=OpTest(ref=lambda x: x.reshape(x.shape[0], -1) if x.ndim > 1 else x.reshape(-1, 1), cases=(
@@ -815,6 +818,7 @@ def _slice_ref(x, begin, end, step):
 
 register(OpDef(
     name="slice", kernel=_slice, attrs=_SLICE_ATTRS, grad=_slice_grad, kind="shape", aliases=("crop",),
+    named_inputs=False,
     infer=lambda shapes, dtypes, begin, end, step: ([slice_shape(shapes[0], begin, end, step)], [dtypes[0]]),
     test=OpTest(ref=_slice_ref, cases=(
         (((3, 4),), {"begin": (0, 1), "end": (2, 3)}),
@@ -1005,6 +1009,8 @@ def _check_block(shape, b, name):
         raise ValueError(f"Operation {name} requires exactly 4D tensor, got {len(shape)}-D")
     if b <= 0:
         raise ValueError("block_size must be a positive integer value")
+    if 0 in shape:                         # MXNet refuses empty arrays here (a 0 dim is "unknown" to its checks)
+        raise ValueError(f"Operation {name}: dimension {shape.index(0)} of {tuple(shape)} cannot be 0")
 
 
 def _d2s_shape(shape, b):

@@ -3,6 +3,7 @@ FTML, Signum, SignSGD, LAMB, LARS, ...), the registry (`create`, `register`) and
 from . import optimizer  # noqa: F401
 from .optimizer import (Optimizer, register, create, get_updater, Updater, SGD, ccSGD, NAG, Adam,  # noqa: F401
                         AdamW, Adamax, Nadam, AdaGrad, AdaDelta, RMSProp, Ftrl, FTML, Signum, SignSGD, LAMB, LARS,
-                        Test)
+                        LBSGD, Test)
+from .sgld import SGLD  # noqa: F401
 
-__all__ = optimizer.__all__
+__all__ = optimizer.__all__ + ["SGLD"]

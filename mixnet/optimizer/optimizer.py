@@ -36,7 +36,7 @@ from ._multi_tensor import FlatCache, packable
 
 __all__ = ["Optimizer", "register", "create", "get_updater", "Updater", "SGD", "ccSGD", "NAG", "Adam", "AdamW",
            "Adamax", "Nadam", "AdaGrad", "AdaDelta", "RMSProp", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS",
-           "Test"]
+           "LBSGD", "Test"]
 
 
 def _zeros_like(weight, dtype=None):
@@ -1081,6 +1081,12 @@ class SignSGD(Signum):
         super().__init__(learning_rate=learning_rate, momentum=momentum, wd_lh=wd_lh, **kwargs)
 
 
+def _norm32(xp, x):
+    """||x||_2 in float32, as a dot product (no squared copy of x; LAMB computes it for every layer)."""
+    flat = (x if x.dtype == np.float32 else x.astype(np.float32)).reshape(-1)
+    return xp.sqrt(xp.dot(flat, flat))
+
+
 @register
 class LAMB(Optimizer):
     """LAMB (MXNet's lamb_update_phase1/phase2): `g = clip(rescale_grad*grad)`, Adam moments, with
@@ -1107,20 +1113,19 @@ class LAMB(Optimizer):
         grad = _rescaled(xp, g, w, self.rescale_grad, 0, self.clip_gradient, wd_first=False)
         m, v = state[0]._data, state[1]._data
         b1, b2 = _f32(self.beta1), _f32(self.beta2)
+        # in place where the buffers allow: LAMB runs over whole models, and each temporary is a pass over memory
         m *= b1
         m += (_f32(1) - b1) * grad
         v *= b2
-        v += (_f32(1) - b2) * grad * grad
-        if self.bias_correction:
-            m_hat = m / _f32(1. - self.beta1 ** t)
-            v_hat = v / _f32(1. - self.beta2 ** t)
-        else:
-            m_hat, v_hat = m, v
-        upd = m_hat / (xp.sqrt(v_hat) + _f32(self.epsilon))
+        grad *= grad                      # grad is _rescaled's fresh buffer
+        grad *= _f32(1) - b2
+        v += grad
+        upd = xp.sqrt(v / _f32(1. - self.beta2 ** t)) if self.bias_correction else xp.sqrt(v)
+        upd += _f32(self.epsilon)
+        xp.divide(m / _f32(1. - self.beta1 ** t) if self.bias_correction else m, upd, out=upd)
         if wd:
             upd += _f32(wd) * w
-        r1 = xp.sqrt(xp.sum(w.astype(np.float32) ** 2))
-        r2 = xp.sqrt(xp.sum(upd.astype(np.float32) ** 2))
+        r1, r2 = _norm32(xp, w), _norm32(xp, upd)
         if self.lower_bound:
             r1 = xp.maximum(r1, _f32(self.lower_bound))
         if self.upper_bound:
@@ -1188,6 +1193,102 @@ class LARS(_MomentumState, Optimizer):
         lr = self._lars_lr(index, w, g, lr, wd)
         _sgd_kernel(_xp_of(w), w, g, None if state is None else state._data, lr, wd, self.rescale_grad,
                     self.clip_gradient, self._momentum())
+
+
+@register
+class LBSGD(Optimizer):
+    """Large-batch SGD (MXNet 1.9.1): gradients of `batch_scale` consecutive updates of a parameter are summed and
+    every `batch_scale`-th update applies their mean with SGD (momentum, wd, clipping as SGD) at `lr * mult`;
+    the updates in between leave the weight as it is. `mult` warms up over `warmup_epochs * updates_per_epoch`
+    macro-updates from 1 to `batch_scale`: 'linear' `1 + (s-1)*n/N`, 'power2' `1 + (s-1)*(n/N)^2`, 'sqrt'
+    `1 + (s-1)*sqrt(n/N)`, where n counts updates from `begin_epoch * updates_per_epoch`; 'lars' uses the layer's
+    `sqrt(|w|^2 / (|g|^2 + wd*|w|^2 + 1e-18))` clipped to [0.01, 100] instead.
+
+    Differences from MXNet 1.9.1: the first gradient of a macro-batch is copied (MXNet keeps a reference to the
+    gradient buffer, which the next backward overwrites); an unknown warmup_strategy is an error (MXNet then
+    uses mult 1); save_states keeps the update counts but not a half-summed macro-batch."""
+    _hparams = ("momentum", "warmup_strategy", "warmup_epochs", "batch_scale", "updates_per_epoch",
+                "init_updates", "num_epochs")
+    _STRATEGIES = ("linear", "power2", "sqrt", "lars")
+
+    def __init__(self, momentum=0.0, multi_precision=False, warmup_strategy="linear", warmup_epochs=5,
+                 batch_scale=1, updates_per_epoch=32, begin_epoch=0, num_epochs=60, **kwargs):
+        super().__init__(multi_precision=multi_precision, **kwargs)
+        if warmup_strategy not in self._STRATEGIES:
+            raise MXNetError(f"LBSGD: warmup_strategy must be one of {list(self._STRATEGIES)}, got "
+                             f"{warmup_strategy!r}")
+        if not isinstance(batch_scale, int) or batch_scale < 1:
+            raise MXNetError(f"LBSGD: batch_scale must be a positive integer, got {batch_scale!r}")
+        self.momentum = momentum
+        self.warmup_strategy = warmup_strategy
+        self.warmup_epochs = warmup_epochs
+        self.batch_scale = batch_scale
+        self.updates_per_epoch = updates_per_epoch
+        self.init_updates = begin_epoch * updates_per_epoch
+        self.num_epochs = num_epochs
+        self.cumgrads = {}       # index -> {"cum_grad": summed gradient buffer or None, "num_cums": count}
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def _extra_state(self):
+        return {"num_cums": [[k, c["num_cums"]] for k, c in self.cumgrads.items()]}
+
+    def _load_extra_state(self, extra):
+        if not isinstance(extra or {}, dict):
+            raise MXNetError(f"LBSGD: 'extra' must be an object, got {extra!r:.80}")
+        counts = _pairs((extra or {}).get("num_cums", []), "num_cums", _count)
+        self.cumgrads = {k: {"cum_grad": None, "num_cums": n} for k, n in counts.items()}
+
+    def _get_lbmult(self, nup):
+        nwup = self.warmup_epochs * self.updates_per_epoch
+        maxmult = float(self.batch_scale)
+        if nup >= nwup:
+            return maxmult
+        if nwup <= 1:
+            return 1.0
+        if self.warmup_strategy == "linear":
+            return 1.0 + (maxmult - 1) * nup / nwup
+        if self.warmup_strategy == "power2":
+            return 1.0 + (maxmult - 1) * (nup * nup) / (nwup * nwup)
+        if self.warmup_strategy == "sqrt":
+            return 1.0 + (maxmult - 1) * math.sqrt(float(nup) / nwup)
+        return 1.0
+
+    @staticmethod
+    def _get_lars(xp, w, g, wd):
+        # float32 sums of squares, then float64 arithmetic (NumPy 1.x promotion, as MXNet 1.9.1 computes it)
+        weight2 = float(xp.sum(w * w))
+        grad2 = float(xp.sum(g * g))
+        return min(max(math.sqrt(weight2 / (grad2 + wd * weight2 + 1e-18)), 0.01), 100.0)
+
+    def _cumulate(self, index, g):
+        entry = self.cumgrads.get(index)
+        if entry and entry["num_cums"] > 0:     # None: the macro-batch starts afresh after an update
+            entry["cum_grad"] = g.copy() if entry["cum_grad"] is None else entry["cum_grad"] + g
+            entry["num_cums"] += 1
+        else:
+            entry = self.cumgrads[index] = {"cum_grad": g.copy(), "num_cums": self.init_updates + 1}
+        return entry
+
+    def update(self, index, weight, grad, state):
+        lr = self._get_lr(index)            # MXNet's LBSGD reads lr before counting the update
+        wd = self._get_wd(index)
+        self._update_count(index)
+        w, xp = weight._data, _xp_of(weight._data)
+        entry = self._cumulate(index, grad._data)
+        if entry["num_cums"] % self.batch_scale == 0:
+            g = entry["cum_grad"] / w.dtype.type(self.batch_scale)
+            if self.warmup_strategy == "lars":
+                lr = lr * self._get_lars(xp, w, g, wd)
+            else:
+                lr = lr * self._get_lbmult(entry["num_cums"])
+            _sgd_kernel(xp, w, g, None if state is None else state._data, lr, wd, self.rescale_grad,
+                        self.clip_gradient, self.momentum if self.momentum > 0 else 0.0)
+            entry["cum_grad"] = None
+        else:       # MXNet runs sgd_update with lr 0: the weight stays (NaN/inf gradients still spread)
+            _sgd_kernel(xp, w, grad._data, None, 0.0, wd, 1.0, None, 0.0)
+        weight._bump_version()
 
 
 @register

@@ -35,6 +35,10 @@ def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, d
                                 name=name, dtype=dtype)
 
 
+from ..ops.histogram import histogram_function as _histogram_function  # noqa: E402
+
+histogram = _histogram_function(Symbol, globals()["_histogram"])
+
 import builtins as _builtins  # noqa: E402  (the op functions above shadow max/min/pow)
 
 
@@ -57,3 +61,4 @@ maximum = _symbol_or_scalar("broadcast_maximum", "_maximum_scalar", "_maximum_sc
 minimum = _symbol_or_scalar("broadcast_minimum", "_minimum_scalar", "_minimum_scalar", _builtins.min)
 power = pow = _symbol_or_scalar("broadcast_power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b)
 hypot = _symbol_or_scalar("broadcast_hypot", "_hypot_scalar", "_hypot_scalar", lambda a, b: (a * a + b * b) ** .5)
+from . import op, _internal  # noqa: E402,F401  (mxnet.symbol.op / symbol._internal: op functions by name)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import autograd
 from .._mode import MODE
+from .._shape_mode import shape_is_unknown
 from ..base import MXNetError
 from ..context import cpu, gpu
 from ..ndarray.ndarray import NDArray
@@ -172,7 +173,7 @@ def exact_types(symbol, shapes, dtypes):
             eshape[(id(node), 0)], edtype[(id(node), 0)] = tuple(shapes[node.name]), np.dtype(dtypes[node.name])
             continue
         attrs = node.attrs
-        if node.op.creates and 0 in tuple(attrs.get("shape", (1,))):
+        if node.op.creates and shape_is_unknown(attrs.get("shape", (1,))):
             if pending is None:
                 pending = creation_shapes(symbol, shapes, dtypes)
             attrs = dict(attrs, shape=pending[id(node)])

@@ -68,6 +68,8 @@ class CompiledGraph:
         self._code = compile(self.source, filename, "exec")
         exec(self._code, namespace)                                   # noqa: S102 - our own generated source
         self._run, self._namespace, self._buffers = namespace["graph"], namespace, out_buffers
+        self._kernel_ops = {f"K{k}": n.op.name for k, n in enumerate(nodes) if n.op is not None}
+        self._timed_run = None        # built at the first call made while mx.profiler runs
         self._xp = ctx.xp
         if config.SHOW_CODE:
             print(f"# {filename}\n{self.source}")
@@ -86,16 +88,29 @@ class CompiledGraph:
         exec(self._code, namespace)                                   # noqa: S102 - our own generated source
         other = copy.copy(self)
         other._run, other._namespace, other._buffers = namespace["graph"], namespace, out_buffers
+        other._timed_run = None
         return other
 
     def __call__(self, arrays, is_train, dests=None):
         rng = dispatch.RANDOM_STATE(self.ctx) if self.random else None
         extra = () if dests is None else [dests[k] for k in self.dest_outputs]
+        prof = dispatch.PROFILER
+        run = self._run if prof is None else self._profiled(prof)
         try:
-            return self._run(self._xp, is_train, rng, *arrays, *extra)
+            return run(self._xp, is_train, rng, *arrays, *extra)
         except Exception as err:
             self._explain(arrays, is_train, err)
             raise
+
+    def _profiled(self, prof):
+        """The same code run with each kernel timed by mx.profiler under its op's name: exec'd again in a copy
+        of the namespace whose `K{k}` entries are timing wrappers (the source is unchanged)."""
+        if self._timed_run is None:
+            namespace = {name: prof.timed_kernel(self._kernel_ops[name], v) if name in self._kernel_ops else v
+                         for name, v in self._namespace.items()}
+            exec(self._code, namespace)                               # noqa: S102 - our own generated source
+            self._timed_run = namespace["graph"]
+        return self._timed_run
 
     def _explain(self, arrays, is_train, err):
         """Re-runs the graph op by op so the error names the node and the user's line."""

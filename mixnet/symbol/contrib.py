@@ -4,3 +4,11 @@ from .control_flow import TRACE_SHAPES, cond, foreach, while_loop  # noqa: F401
 from .symbol import build_functions as _build_functions
 
 _build_functions(globals(), prefix="_contrib_")
+
+
+def rand_zipfian(true_classes, num_sampled, range_max):
+    """Symbolic form of mx.nd.contrib.rand_zipfian: a list of three Symbols (sampled classes, expected counts
+    of the true classes, expected counts of the sampled classes)."""
+    from .. import symbol
+    from ..ndarray.contrib import zipfian_candidates
+    return list(zipfian_candidates(symbol, true_classes, num_sampled, range_max))

@@ -21,18 +21,19 @@ from ..base import MXNetError
 from ..context import Context, current_context
 from ..ndarray import ndarray as nd_module
 from ..ndarray.ndarray import NDArray, _wrap
-from ..ndarray import zeros
+from ..ndarray import _zeros as _zeros_op
 from ..ops import dispatch, registry
 from .infer import infer_graph, known
+from .._shape_mode import shape_is_unknown
 
 __all__ = ["Executor", "evaluate", "run_graph", "simple_bind"]
 
-
 def creation_shapes(symbol, shapes, dtypes):
-    """Shapes for creation nodes with unknown (0) dims, e.g. RNN begin states `_zeros(shape=(L, 0, H))`,
+    """Shapes for creation nodes with unknown (0 or -1) dims, e.g. RNN begin states `_zeros(shape=(L, 0, H))`,
     inferred from the consumers and the given input shapes/dtypes ({name: shape}, {name: dtype})."""
     nodes = symbol._nodes()
-    pending = [n for n in nodes if n.op is not None and n.op.creates and 0 in tuple(n.attrs.get("shape", (1,)))]
+    pending = [n for n in nodes if n.op is not None and n.op.creates
+               and shape_is_unknown(n.attrs.get("shape", (1,)))]
     if not pending:
         return {}
     eshape, _ = infer_graph(nodes, dict(shapes), dict(dtypes), True)
@@ -142,7 +143,8 @@ def _grad_reqs(names, grad_req):
 
 
 def _zeros(shape, dtype, ctx):
-    return zeros(shape, ctx=ctx, dtype=dtype)
+    # the op itself: bound arrays may be scalars or zero-size, which the public nd.zeros refuses in legacy mode
+    return _zeros_op(shape=shape, ctx=ctx, dtype=dtype)
 
 
 def _view(arr, shape):
@@ -281,17 +283,24 @@ class Executor:
         if not any(r != "null" for r in self._reqs.values()):
             return
         if self._heads is None:
-            raise MXNetError("backward: call forward() first")
+            self._forward_for_backward(is_train)
         if out_grads and len(out_grads) < len(self._heads):      # extra ones are ignored, as MXNet does
             raise MXNetError(f"backward: {len(out_grads)} head gradients given for the {len(self._heads)} "
                              f"outputs {self._out_names}")
         heads, grads = [], []
+        needs = self._needs_grad()
         for i, head in enumerate(self._heads):
             if head._node is None or _gradient_stops(head):
                 continue            # no gradient flows from it (BlockGrad, a constant, Proposal): g is not read
             g = out_grads[i] if out_grads else None
+            if not needs[id(self._graph._outputs[i][0])]:
+                # MXNet drops the head gradient of an output whose gradient reaches no argument (shape_array,
+                # argmax, BlockGrad, ...) unread, whatever its shape
+                continue
             if g is None:
                 g = nd_module.ones_like_array(head)
+            elif g.size == 0 and head.size == 0:
+                g = head.zeros_like()            # nothing to copy: MXNet accepts any zero-size head gradient
             elif tuple(g.shape) != tuple(head.shape):
                 raise MXNetError(f"backward: the head gradient of output {self._out_names[i]!r} has shape "
                                  f"{tuple(g.shape)}, the output {tuple(head.shape)}")
@@ -305,12 +314,24 @@ class Executor:
         if heads:
             autograd.backward(heads, grads, retain_graph=True, train_mode=is_train)
 
+    def _forward_for_backward(self, is_train):
+        """backward() before any forward: MXNet then differentiates at whatever its buffers hold (gradients that
+        need no forward values, like repeat's, are exact). Here the graph runs once at the current arguments;
+        the auxiliary states (BatchNorm's moving statistics) are put back, as that forward is not the user's."""
+        saved = {name: arr.copy() for name, arr in self.aux_dict.items()}
+        self.forward(is_train=is_train)
+        for name, arr in saved.items():
+            self.aux_dict[name][:] = arr
+
     def set_monitor_callback(self, callback, monitor_all=False):
         """callback(name, array) after every node of each forward: its outputs (`<node>_output`...) and, with
-        monitor_all, its inputs first (`<node>_<input name>`)."""
+        monitor_all, its inputs first (`<node>_<input name>`, each preceded by the variable's own name when the
+        input is a variable, as MXNet does)."""
         def monitor(node, inputs, outputs):
             if monitor_all:
-                for name, arr in zip(node.input_names(), inputs):
+                for (src, _), name, arr in zip(node.inputs, node.monitor_input_names(), inputs):
+                    if src.op is None:
+                        callback(src.name, arr)
                     callback(f"{node.name}_{name}", arr)
             for name, arr in zip(node.output_names(), outputs):
                 callback(name, arr)
@@ -368,19 +389,25 @@ class Executor:
         from .symbol import Symbol
         return Symbol(self._graph._outputs)
 
+    def _needs_grad(self):
+        """{id(node): whether a gradient can flow from the node's outputs to an argument that wants one}: only
+        through differentiable ops and their differentiable inputs."""
+        needs = {}
+        for node in self._graph._nodes():
+            if node.op is None:
+                needs[id(node)] = self._reqs.get(node.name, "null") != "null"
+            else:
+                needs[id(node)] = node.op.differentiable and any(
+                    needs[id(src)] for k, (src, _) in enumerate(node.inputs) if k not in node.op.nondiff_inputs)
+        return needs
+
     def _allocated_bytes(self):
         """The most bytes of intermediate values live at once in a forward: a value lives until its last reader,
         or to the end when backward needs it (it feeds or comes from a node on a gradient path)."""
         from .memory import lifetimes, _nbytes
         eshape, edtype = self._infer()
         nodes = self._graph._nodes()
-        needs = {}                    # node depends on an argument that wants a gradient
-        for node in nodes:
-            if node.op is None:
-                needs[id(node)] = self._reqs.get(node.name, "null") != "null"
-            else:
-                needs[id(node)] = node.op.differentiable and any(
-                    needs[id(src)] for k, (src, _) in enumerate(node.inputs) if k not in node.op.nondiff_inputs)
+        needs = self._needs_grad()
         flows = {id(n) for n, _ in self._graph._outputs}      # a gradient reaches it from an output
         for node in reversed(nodes):
             if id(node) in flows and node.op is not None and node.op.differentiable:
@@ -441,7 +468,9 @@ def simple_bind(symbol, ctx, grad_req, type_dict, shapes):
     reqs = _grad_reqs(names, grad_req)
     arg_types, _, aux_types = symbol.infer_type_partial(**(type_dict or {}))
     dtypes = {n: np.dtype(t or np.float32) for n, t in zip(names + aux_names, arg_types + aux_types)}
-    shapes = {k: v for k, v in shapes.items() if v is not None}
+    # only tuples (and lists) are shapes: MXNet's simple_bind skips other keyword values (callers pass op
+    # attributes too)
+    shapes = {k: tuple(v) for k, v in shapes.items() if isinstance(v, (tuple, list))}
     arg_shapes, _, aux_shapes = symbol._infer_shapes((), shapes, dtypes)
     unknown = [n for n, s in zip(names + aux_names, arg_shapes + aux_shapes) if not known(s)]
     if unknown:

@@ -59,6 +59,10 @@ class Node:
             return [f"arg{i}" for i in range(len(self.inputs))]
         return list(self.op.input_names(self.attrs))
 
+    def monitor_input_names(self):
+        """Input names as MXNet's monitor callbacks give them (input<i> for ops without listed names)."""
+        return [] if self.op is None else self.op.monitor_input_names(self.attrs, len(self.inputs))
+
     def __repr__(self):
         return f"<Node {self.name} ({'variable' if self.op is None else self.op.name})>"
 

@@ -18,8 +18,10 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ops import common
+from ..ops import shape as shape_ops
 from ..serialization import DTYPE_CODES
 from ..ops.attrs import parse_shape
+from .._shape_mode import is_np_shape, shape_is_unknown
 
 __all__ = ["infer_graph", "infer_subgraph", "known"]
 
@@ -134,12 +136,16 @@ PARAM_RULES = {
     "Convolution": _conv,
     "Deconvolution": _deconv,
     "BatchNorm": lambda a, s: _norm_axis(a, s, 5),
+    "BatchNorm_v1": lambda a, s: _norm_axis({"axis": 1}, s, 5),
+    "_contrib_SyncBatchNorm": lambda a, s: _norm_axis({"axis": 1}, s, 5),
     "LayerNorm": lambda a, s: _norm_axis(a, s, 3),
     "InstanceNorm": lambda a, s: _norm_axis({"axis": 1}, s, 3),
     "Embedding": lambda a, s: {1: (a["input_dim"], a["output_dim"])},
     "LeakyReLU": lambda a, s: {1: (s[0][1],)} if s[0] is not None and len(s[0]) > 1 else {},
-    "SoftmaxOutput": lambda a, s: {1: tuple(s[0][:-1]) if a.get("multi_output") or a.get("preserve_shape")
-                                   else (s[0][0],)} if s[0] is not None else {},
+    # MXNet's label shapes: (N, spatial size) with multi_output, else the data's shape without its last axis
+    "SoftmaxOutput": lambda a, s: ({1: (s[0][0], _prod(s[0][2:])) if a.get("multi_output") else tuple(s[0][:-1])}
+                                   if s[0] is not None and len(s[0]) >= (2 if a.get("multi_output") else 1)
+                                   else {}),
     "RNN": _rnn,
     "UpSampling": lambda a, s: {1: (s[0][1], 1) + (2 * a["scale"] - a["scale"] % 2,) * 2}
     if a["sample_type"] == "bilinear" and s[0] is not None else {},
@@ -162,6 +168,17 @@ def _var_shape(node):
     except ValueError:
         raise MXNetError(f"variable {node.name!r}: bad __shape__ {text!r}") from None
     return common.check_shape(tuple(0 if d == -1 else d for d in shape), f"variable {node.name!r}: __shape__")
+
+
+def creation_shape(node):
+    """A creation node's output shape as its `shape` attribute gives it, 0 marking unknown dims; None when even
+    the rank is unknown (`()` in legacy shape mode: MXNet then takes the shape from the consumers)."""
+    shape = tuple(node.attrs.get("shape", (1,)))
+    if not shape_is_unknown(shape):
+        return tuple(_node_infer(node, [], [])[0][0])
+    if not shape and not is_np_shape():
+        return None
+    return tuple(0 if d in (0, -1) and (d == -1 or not is_np_shape()) else d for d in shape)
 
 
 def _node_infer(node, ins, din):
@@ -223,18 +240,60 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
 _SAME_SHAPE_KINDS = ("unary", "scalar", "binary")
 
 # Parameter rules that read partial input shapes (0 = unknown dim) sensibly; the others see such an input as unknown.
-_PARTIAL_RULES = frozenset(("FullyConnected", "Convolution", "Deconvolution", "BatchNorm", "LayerNorm",
-                            "InstanceNorm", "Embedding", "LeakyReLU", "SoftmaxOutput"))
+_PARTIAL_RULES = frozenset(("FullyConnected", "Convolution", "Deconvolution", "BatchNorm", "BatchNorm_v1",
+                            "_contrib_SyncBatchNorm", "LayerNorm", "InstanceNorm", "Embedding", "LeakyReLU",
+                            "SoftmaxOutput", "_foreach"))
 
 # Rules that fill only variables: a computed label may have any of the shapes the loss accepts. The others also
 # fill an unknown computed input (a weight passed through `cast`), which then flows back to its producer.
 _VARIABLE_ONLY_RULES = frozenset(("SoftmaxOutput", "RNN", "_foreach", "_while_loop", "_cond"))
 
 # Output shapes from a partial data shape, for ops whose output dims each come from one known place (MXNet's
-# FullyConnected gives (batch, num_hidden) with the batch still unknown, so a recurrent cell's h2h has a shape).
+# FullyConnected gives (batch, num_hidden) with the batch still unknown, so a recurrent cell's h2h has a shape;
+# SliceChannel then splits it, as mx.rnn's GRUCell does before adding i2h's known pieces).
 _PARTIAL_FORWARD = {
-    "FullyConnected": lambda a, s: ((s[0],) if a["flatten"] else tuple(s[:-1])) + (a["num_hidden"],),
+    "FullyConnected": lambda a, s: [((s[0],) if a["flatten"] else tuple(s[:-1])) + (a["num_hidden"],)],
+    "SliceChannel": lambda a, s: _partial_split(s, a["num_outputs"], a["axis"], a["squeeze_axis"]),
+    "transpose": lambda a, s: [tuple(s[i] for i in _transpose_axes(a, s))],
+    # an unknown (0) axis slices to an unknown one (as a Python slice of an empty axis does: 0)
+    "slice": lambda a, s: [shape_ops.slice_shape(s, a["begin"], a["end"], a["step"])],
+    "slice_axis": lambda a, s: [tuple(s) if not s[a["axis"] % len(s)] else
+                                tuple(shape_ops._slice_axis_infer([s], [None], a["axis"], a["begin"], a["end"])[0][0])],
 }
+
+
+def _transpose_axes(a, shape):
+    return tuple(a["axes"]) if a["axes"] else tuple(reversed(range(len(shape))))
+
+
+def _transpose_back(a, ins, out):
+    return {0: tuple(out[i] for i in np.argsort(_transpose_axes(a, out)))}
+
+
+def _reshape_back(a, ins, out):
+    """A data input with one unknown dim gets it from the output's size (MXNet's Reshape infers it backwards)."""
+    data = ins[0]
+    if data is None or not known(out) or sum(1 for d in data if not d) != 1:
+        return {}
+    rest = _prod([d for d in data if d])
+    if _prod(out) % rest:
+        return {}
+    return {0: tuple(d or _prod(out) // rest for d in data)}
+
+
+# Input shapes from a (partly) known output, for ops whose inputs the output decides (MXNet's shape functions
+# fill them backwards): rule(attrs, input shapes, output shape) -> {input index: shape}.
+_FROM_OUTPUT = {
+    "transpose": _transpose_back,
+    "Reshape": _reshape_back,
+}
+
+
+def _partial_split(shape, num_outputs, axis, squeeze_axis):
+    axis = axis % len(shape)
+    piece = tuple(shape[:axis]) + (() if squeeze_axis else (shape[axis] // num_outputs,)) + tuple(shape[axis + 1:])
+    return [piece] * num_outputs
+
 
 _MAX_SWEEPS = 12
 
@@ -273,9 +332,15 @@ def _infer_nodes(nodes, shapes, dtypes, partial):
             d = np.dtype(d) if d is not None else _var_dtype(node)
             if d is not None:
                 edtype[(id(node), 0)] = d
-        elif node.op.creates:              # a 0 in its shape attribute stays an unknown dimension
-            (eshape[(id(node), 0)],), (d,) = _node_infer(node, [], [])
-            edtype[(id(node), 0)] = np.dtype(d)
+        elif node.op.creates:              # an unknown part of its shape attribute stays unknown
+            shape = creation_shape(node)
+            if shape is not None:
+                eshape[(id(node), 0)] = shape
+            # the dtype does not depend on the shape: ask the op with a stand-in shape
+            declared = node.attrs.get("shape")
+            attrs = dict(node.attrs, shape=(1,)) if declared is not None and shape_is_unknown(declared) \
+                else node.attrs
+            edtype[(id(node), 0)] = np.dtype(common.infer(node.op, [], [], attrs)[1][0])
     ops = [n for n in nodes if n.op is not None and not (n.op.creates and not n.inputs)]
     state = (eshape, edtype, partial, {}, set())     # ..., the input shapes a rule last saw, the nodes inferred
     # Sweeps alternate forward and backward (shapes a consumer fixes flow back to producers) until nothing changes.
@@ -350,6 +415,7 @@ def _infer_node(node, state):
     keys = [(id(src), idx) for src, idx in node.inputs]
     ins = [eshape.get(k) for k in keys]
     changed = _apply_rule(node, ins, state)
+    changed = _infer_from_output(node, keys, ins, state) or changed
     din = [edtype.get(k) for k in keys]
     takes = [_takes_consumer_dtype(node, slot) for slot in range(len(keys))]
     first = next((d for d, t in zip(din, takes) if d is not None and t), None)
@@ -357,7 +423,7 @@ def _infer_node(node, state):
         if din[slot] is None and first is not None and takes[slot] and (src.op is None or src.op.creates):
             edtype[keys[slot]] = din[slot] = first
             changed = True
-    if all(known(s) for s in ins) and (partial or all(d is not None for d in din)):
+    if _inputs_known(node, ins) and (partial or all(d is not None for d in din)):
         if _same_shape(node):     # the check the op's own infer leaves to its kernel (elemwise_add's shapes)
             _unify(node, keys, state)
         # shape inference needs dtypes: unknown ones get a stand-in (int32 for indices and conditions)
@@ -381,47 +447,109 @@ def _infer_node(node, state):
             changed = True
     if _same_shape(node):
         changed = _unify(node, keys, state) or changed
+    elif node.op.name == "where":        # x, y and the output have one shape (mx.rnn's ZoneoutCell needs it)
+        changed = _unify(node, keys[1:], state) or changed
     elif node.op.name in _PARTIAL_FORWARD and ins and ins[0] is not None and (id(node), 0) not in eshape:
-        eshape[(id(node), 0)] = _PARTIAL_FORWARD[node.op.name](node.attrs, ins[0])
+        for i, shape in enumerate(_PARTIAL_FORWARD[node.op.name](node.attrs, ins[0])):
+            eshape[(id(node), i)] = shape
         changed = True
-    elif node.op.kind == "broadcast" and len(ins) == 2 and ins[0] is not None and ins[1] is not None \
-            and len(ins[0]) == len(ins[1]):
+    elif node.op.kind == "broadcast" and len(ins) == 2 and (ins[0] is not None or ins[1] is not None) \
+            and (ins[0] is None or ins[1] is None or len(ins[0]) == len(ins[1])):
         changed = _broadcast_partial(node, ins, state) or changed
-    elif node.op.name in _SYMBOL_ARITHMETIC and (ins[0] is None) != (ins[1] is None):
-        changed = _operand_like_other(node, ins, state) or changed
+    return _fill_back(node, keys, ins, state) or changed
+
+
+def _infer_from_output(node, keys, ins, state):
+    eshape = state[0]
+    rule = _FROM_OUTPUT.get(node.op.name)
+    out = eshape.get((id(node), 0))
+    if rule is None or out is None or all(known(s) for s in ins):
+        return False
+    changed = False
+    for slot, shape in rule(node.attrs, ins, out).items():
+        old = ins[slot]
+        new = tuple(shape) if old is None else _merge(old, shape)
+        if new is None:
+            raise MXNetError(f"infer_shape error in {_where(node)}: {node.op.name}: input {slot} is {tuple(old)}, "
+                             f"but the output {tuple(out)} needs {tuple(shape)}")
+        if new != old:
+            eshape[keys[slot]] = ins[slot] = new
+            changed = True
     return changed
 
 
-# The ops Symbol `+ - * /` make (mixnet's broadcast where MXNet's are the elementwise _Plus, _Minus, _Mul, _Div)
-_SYMBOL_ARITHMETIC = frozenset({"broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_div"})
-
-
-def _operand_like_other(node, ins, state):
-    """A variable operand of unknown shape takes the other operand's shape, as MXNet's elementwise `_Plus` (what
-    Symbol `+` is there) infers either input from the other: `scores + mask_variable` binds with the mask's shape
-    unstated. Only a wholly unknown variable is filled, never a known shape (mixnet's `+` broadcasts)."""
-    slot = 0 if ins[0] is None else 1
-    src, idx = node.inputs[slot]
-    if src.op is not None:
+def _fill_back(node, keys, ins, state):
+    """Unknown (0) dims of inputs that the node's known output decides, as MXNet's shape functions fill them
+    backwards: FullyConnected's batch dims, SliceChannel's input, and a broadcasting binary op's inputs (mixnet's
+    Symbol `+` stands for MXNet's elementwise one, whose inputs have the output's shape). So an RNN cell's begin
+    state `zeros((0, H))` learns its batch size from `i2h(x) + h2h(state)`."""
+    eshape = state[0]
+    out = eshape.get((id(node), 0))
+    if out is None:
         return False
-    state[0][(id(src), idx)] = tuple(ins[1 - slot])
-    return True
+    changed = False
+    for slot, wanted in _decided_inputs(node, ins, tuple(out)).items():
+        s = ins[slot] if ins[slot] is not None else (0,) * len(wanted)
+        new = tuple(d or w for d, w in zip(s, wanted))
+        if len(s) == len(wanted) and new != tuple(s):
+            eshape[keys[slot]] = ins[slot] = new
+            changed = True
+    return changed
+
+
+def _decided_inputs(node, ins, out):
+    """{input slot: its shape as far as the output decides it (0 = not decided)}."""
+    name, a = node.op.name, node.attrs
+    if name == "FullyConnected" and ins[0] is not None:
+        if a["flatten"]:
+            return {0: (out[0],) + (0,) * (len(ins[0]) - 1)}
+        return {0: out[:-1] + (0,)} if len(ins[0]) == len(out) else {}
+    if name == "SliceChannel":
+        n, squeeze = a["num_outputs"], a["squeeze_axis"]
+        axis = a["axis"] % (len(out) + squeeze)
+        return {0: out[:axis] + (n,) + out[axis:] if squeeze else out[:axis] + (out[axis] * n,) + out[axis + 1:]}
+    if node.op.kind == "broadcast" and len(ins) == 2:
+        return {slot: out for slot in (0, 1) if ins[slot] is None or len(ins[slot]) == len(out)}
+    return {}
+
+
+def _inputs_known(node, ins):
+    """Whether the node's output shapes can be inferred: all input shapes known, or for a foreach all but its
+    data's length (axis 0), which then stays unknown (0) in the outputs, as MXNet infers `(0, C, H, W)` data."""
+    if all(known(s) for s in ins):
+        return True
+    if node.op.name != "_foreach":
+        return False
+    n_data = len(node.attrs["in_data_locs"])
+    return all(s is not None and (known(s[1:]) if i < n_data else known(s))
+               for i, s in enumerate(ins))
 
 
 def _broadcast_partial(node, ins, state):
     """The output dims of a broadcasting binary op that its partial inputs decide: a dim known (> 1) on one side
-    is the output's whatever the other side is. (Symbol `+` broadcasts in mixnet where MXNet's is elementwise, so
-    `i2h + h2h` must still give its shape when h2h's batch size is unknown.)"""
+    is the output's whatever the other side is, and a known 1 facing an unknown dim is too. (Symbol `+` broadcasts
+    in mixnet where MXNet's is elementwise, so `i2h + h2h` must still give its shape when h2h's batch size is
+    unknown, a batch of 1 included; an input of unknown rank counts as all unknown dims.)"""
     eshape = state[0]
     dims = []
-    for a, b in zip(*ins):
+    for a, b in zip(*[s if s is not None else (0,) * len(ins[1 - i]) for i, s in enumerate(ins)]):
         if a and b:
             dims.append(max(a, b) if min(a, b) == 1 else a)   # unequal non-1 dims: the op's infer says so later
         else:
-            dims.append(a if a > 1 else b if b > 1 else 0)
+            dims.append(a or b)
     old = eshape.get((id(node), 0))
     new = tuple(dims) if old is None else _merge(old, dims)
-    if new is None or new == old:
-        return False
-    eshape[(id(node), 0)] = new
-    return True
+    changed = new is not None and new != old
+    if changed:
+        eshape[(id(node), 0)] = new
+    # an unknown dim facing a known one of the output's size is that size (as MXNet's same-shape `+` infers it)
+    keys = [(id(src), idx) for src, idx in node.inputs]
+    for side in (0, 1):
+        this, other = ins[side], ins[1 - side]
+        if this is None or other is None:       # an operand of unknown rank: _fill_back gives it the output's
+            continue
+        filled = tuple(o if not t and o > 1 else t for t, o in zip(this, other))
+        if filled != tuple(this):
+            eshape[keys[side]] = filled
+            changed = True
+    return changed

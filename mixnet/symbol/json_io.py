@@ -11,6 +11,7 @@ node references, unknown ops or attributes, text that is not valid Unicode, a no
 import json
 import re
 
+from .._shape_mode import is_np_shape
 from ..base import MXNetError
 from ..ops import registry
 from ..ops.attrs import parse_any, parse_subgraph
@@ -105,7 +106,9 @@ def _graph_doc(heads):
 def graph_to_json(heads):
     """The MXNet JSON text of the graph with outputs `heads` ((node, index) entries)."""
     doc = _graph_doc(heads)
-    doc["attrs"] = {"mxnet_version": ["int", MXNET_VERSION]}
+    # np-shape mode marks the file (its 0 dims are sizes, not unknowns), as MXNet does
+    doc["attrs"] = {"is_np_shape": ["int", 1]} if is_np_shape() else {}
+    doc["attrs"]["mxnet_version"] = ["int", MXNET_VERSION]
     return _dump(doc, 0)
 
 

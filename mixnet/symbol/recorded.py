@@ -2,7 +2,8 @@
 
 Every tape node becomes a graph node (its op and attributes as recorded); arrays the tape does not produce
 (attach_grad leaves, constants) become variables `var0, var1, ...` in the order they are first read. A
-hybridized block's call (one `_CachedOp` tape node) is inlined as the graph it runs.
+hybridized block's call (one `_CachedOp` tape node) is inlined as the graph it runs when that graph has at most
+`inline_limit` ops (a hybridize() option, 2 by default, as in MXNet), else it stays one `_CachedOp` node.
 """
 from .. import autograd
 from ..base import MXNetError
@@ -32,7 +33,13 @@ def symbol_of(x):
     for tape_node in reversed(autograd._topological_nodes(heads)):     # producers first
         op = tape_node.op
         if op.name == "_CachedOp":
-            built[id(tape_node)] = _inline(tape_node, entry)
+            limit = tape_node.attrs.get("inline_limit")
+            plan = op.grad.__self__
+            if limit is None or sum(1 for n in topo_order(plan.plan._outputs) if n.op is not None) <= limit:
+                built[id(tape_node)] = _inline(tape_node, entry)
+            else:                                     # as MXNet: a larger graph stays one _CachedOp node
+                node = Node(op, f"_cachedop{len(built)}", {}, {}, [entry(a) for a in tape_node.attrs["inputs"]])
+                built[id(tape_node)] = [(node, k) for k in range(plan.n_out)]
         elif op.kernel is None:
             raise MXNetError(f"autograd.get_symbol: {op.name} (a custom autograd.Function) has no graph form")
         else:

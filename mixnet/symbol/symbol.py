@@ -10,6 +10,7 @@ import contextvars
 import numpy as np
 
 from .. import attribute, name as name_module
+from .._shape_mode import is_np_shape
 from .._atomic import write_atomic
 from ..base import MXNetError, NotImplementedForSymbol
 from ..ops import registry
@@ -92,7 +93,7 @@ class Symbol:
         aux = set()
         for node in nodes:
             if node.op is not None:
-                for slot in node.op.mutates:
+                for slot in node.op.aux_slots(node.attrs):
                     if slot < len(node.inputs) and node.inputs[slot][0].op is None:
                         aux.add(id(node.inputs[slot][0]))
         return aux
@@ -241,8 +242,13 @@ class Symbol:
         return res
 
     def infer_shape_partial(self, *args, **kwargs):
-        """Like infer_shape, but unknown shapes are () (or keep their 0 dims) instead of failing."""
-        return tuple([s if s is not None else () for s in group] for group in self._infer_shapes(args, kwargs))
+        """Like infer_shape, but unknown shapes are () (or keep their 0 dims) instead of failing; in np-shape mode,
+        as MXNet there, an unknown shape is None and an unknown dim -1."""
+        groups = self._infer_shapes(args, kwargs)
+        if is_np_shape():
+            return tuple([None if s is None else tuple(-1 if d == 0 else d for d in s) for s in group]
+                         for group in groups)
+        return tuple([s if s is not None else () for s in group] for group in groups)
 
     def _infer_types(self, args, kwargs):
         names = self.list_arguments()
@@ -470,6 +476,16 @@ class Symbol:
     def astype(self, dtype):
         return _call("Cast", self, dtype=dtype)
 
+    # MXNet's Symbol accepts NDArray's `inplace` here and ignores it: a graph node is never a view of its input
+    def flatten(self, inplace=False, **kwargs):
+        return _call("Flatten", self, **kwargs)
+
+    def squeeze(self, axis=None, inplace=False, **kwargs):
+        return _call("squeeze", self, axis=axis, **kwargs)
+
+    def expand_dims(self, axis, inplace=False, **kwargs):
+        return _call("expand_dims", self, axis=axis, **kwargs)
+
     def __getattr__(self, name):
         # fluent methods (x.sum(axis=1), x.exp(), x.swapaxes(1, 2)) from the registry
         if name.startswith("_"):
@@ -501,6 +517,11 @@ def _symbol_inputs(op, entries):
     return out
 
 
+# Keyword arguments of any op that MXNet keeps as node attributes `__<key>__` (not op parameters); the variables
+# the node creates for its missing inputs inherit them (`FullyConnected(..., lr_mult=0)` freezes its weight).
+HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
+
+
 def create_node(op_name, inputs, given, name=None, attr=None, name_hint=None, missing=None):
     """Applies a registry op to Symbol inputs. `given` holds the attributes the user passed (written to JSON in
     MXNet's spelling); `missing` lists input names to auto-create as `<node>_<input>` variables."""
@@ -517,7 +538,7 @@ def create_node(op_name, inputs, given, name=None, attr=None, name_hint=None, mi
     entries = _symbol_inputs(op, [x for x in inputs if x is not None])
     node = Node(op, node_name, attrs, raw, [], user_location())
     if missing:
-        op_raw = {k: v for k, v in raw.items() if not k.startswith("__")}
+        op_raw = {k: v for k, v in raw.items() if not k.startswith("__") or k[2:-2] in HIDDEN_KEYS}
         slots = {n: i for i, n in enumerate(op.input_names(attrs))}
         full = list(inputs)
         for arg in missing:
@@ -558,6 +579,12 @@ def make_function(op, public_name=None):
     def function(*args, name=None, attr=None, out=None, **kwargs):
         if out is not None:
             raise MXNetError(f"{public_name}: out= is not supported for Symbols")
+        # MXNet keeps `__key__` keywords (e.g. mx.rnn's begin_state(__layout__='NC')) as node attributes, and
+        # lr_mult / wd_mult / ctx_group as the hidden `__lr_mult__`... ones
+        hidden = {f"__{k}__": str(kwargs.pop(k)) for k in HIDDEN_KEYS if k in kwargs}
+        hidden.update({k: str(kwargs.pop(k)) for k in [k for k in kwargs if k.startswith("__") and k.endswith("__")]})
+        if hidden:
+            attr = {**hidden, **(attr or {})}
         inputs, given, missing = bind_symbol_arguments(op, args, kwargs)
         return create_node(op, inputs, given, name=name, attr=attr, name_hint=hint, missing=missing)
     function.__name__ = public_name

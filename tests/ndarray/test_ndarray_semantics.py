@@ -114,7 +114,7 @@ def test_inplace_operators_modify_the_same_buffer():
 
 def test_bool_len_and_scalars():
     assert not bool(nd.array([0])) and bool(nd.array([2]))
-    assert not bool(nd.zeros((0,)))
+    assert not bool(nd.array(np.zeros((0,))))
     with pytest.raises(ValueError, match="ambiguous"):
         bool(nd.ones((2,)))
     assert len(nd.ones((4, 2))) == 4

@@ -17,10 +17,16 @@ def _values(a):
         a.asnumpy().ravel().astype(np.float64).tolist()
 
 
+def _np_shape_file(name):
+    """Files MXNet wrote in np-shape mode (npx.save), which MXNet and mixnet load in that mode."""
+    return name.startswith("npx_")
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_mxnet_files_load_to_expected_values(name):
     spec = EXPECTED[name]
-    loaded = nd.load(os.path.join(DATA, name))
+    with mx.np_shape(_np_shape_file(name)):
+        loaded = nd.load(os.path.join(DATA, name))
     arrays = list(loaded.values()) if isinstance(loaded, dict) else loaded
     if spec["names"]:
         assert list(loaded) == spec["names"]
@@ -37,9 +43,10 @@ def test_mxnet_files_load_to_expected_values(name):
 @pytest.mark.parametrize("name", sorted(n for n, s in EXPECTED.items() if s.get("reencode_identical")
                                         and all(a["dtype"] != "bfloat16" for a in s["arrays"])))
 def test_saving_loaded_files_is_byte_identical_to_mxnet(name, tmp_path):
-    loaded = nd.load(os.path.join(DATA, name))
     out = tmp_path / "again"
-    nd.save(str(out), loaded)
+    with mx.np_shape(_np_shape_file(name)):
+        loaded = nd.load(os.path.join(DATA, name))
+        nd.save(str(out), loaded)
     assert out.read_bytes() == open(os.path.join(DATA, name), "rb").read()
 
 
@@ -59,10 +66,31 @@ def test_list_dict_single_round_trip(tmp_path):
 
 
 def test_zero_size_and_0d(tmp_path):
+    """A 0-d array needs np-shape (V3) records; with a zero-size one as well, they load only in np-shape mode."""
     f = str(tmp_path / "z")
-    nd.save(f, [nd.zeros((0, 4)), nd.array(3.5)])
-    z, s = nd.load(f)
+    nd.save(f, [nd.array(np.zeros((0, 4))), nd.array(3.5)])
+    with pytest.raises(mx.MXNetError, match="np shape semantics"):
+        nd.load(f)
+    with mx.np_shape(True):
+        z, s = nd.load(f)
     assert z.shape == (0, 4) and s.shape == () and s.asscalar() == 3.5
+    nd.save(f, [nd.array(3.5)])
+    assert nd.load(f)[0].shape == ()
+
+
+def test_save_load_follow_the_shape_mode(tmp_path):
+    """As MXNet 1.9.1: np-shape mode writes V3 records and reads only them; legacy mode the reverse."""
+    legacy, np_file = str(tmp_path / "legacy"), str(tmp_path / "np")
+    nd.save(legacy, [nd.array(np.zeros((2, 0)))])
+    with mx.np_shape(True):
+        nd.save(np_file, [nd.zeros((2, 0)), nd.ones(())])
+        with pytest.raises(mx.MXNetError, match="not saved in np shape"):
+            nd.load(legacy)
+        z, s = nd.load(np_file)
+    assert z.shape == (2, 0) and s.shape == ()
+    assert nd.load(legacy)[0].shape == (2, 0)
+    with pytest.raises(mx.MXNetError, match="saved in np shape"):
+        nd.load_frombuffer(open(np_file, "rb").read())
 
 
 def test_load_frombuffer_matches_load():

@@ -70,7 +70,7 @@ def test_slice_begin_past_the_end_is_an_empty_axis_as_in_mxnet():
 
 
 @pytest.mark.parametrize("x, kwargs, message", [
-    (nd.ones(()), {"begin": (), "end": ()}, "ndim > 0"),
+    (nd.array(np.ones(())), {"begin": (), "end": ()}, "ndim > 0"),
     (nd.ones((3, 4)), {"begin": (0, 0, 0), "end": (1, 1, 1)}, "exceeds data dimensions"),
     (nd.ones((3, 4)), {"begin": (0,), "end": (1, 1)}, "same length"),
     (nd.ones((3, 4)), {"begin": (0, 0), "end": (1, 1), "step": (1,)}, "step"),
@@ -111,10 +111,10 @@ def test_slice_axis_out_of_range_raises(begin, end, message):
 
 
 def test_slice_axis_of_an_empty_axis_is_empty_as_in_mxnet():
-    assert nd.slice_axis(nd.ones((2, 0)), axis=1, begin=0, end=None).shape == (2, 0)
-    assert nd.slice_axis(nd.ones((2, 0)), axis=-1, begin=3, end=7).shape == (2, 0)
+    assert nd.slice_axis(nd.array(np.ones((2, 0))), axis=1, begin=0, end=None).shape == (2, 0)
+    assert nd.slice_axis(nd.array(np.ones((2, 0))), axis=-1, begin=3, end=7).shape == (2, 0)
     with pytest.raises(mx.MXNetError, match="slice_axis.*axis 2"):
-        nd.slice_axis(nd.ones((2, 0)), axis=2, begin=0, end=1)
+        nd.slice_axis(nd.array(np.ones((2, 0))), axis=2, begin=0, end=1)
 
 
 def test_one_hot_negative_depth_raises():

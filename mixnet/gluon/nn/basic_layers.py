@@ -1,9 +1,11 @@
 """gluon.nn basic layers: containers, Dense, Dropout, normalization, Embedding, Flatten, Lambda."""
+import contextlib
 import warnings
 
 import numpy as np
 
 from ...base import MXNetError, MXNetWarning
+from .. import cached_graph
 from ..block import Block, HybridBlock
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Activation", "Dropout", "BatchNorm", "BatchNormReLU", "InstanceNorm", "LayerNorm",
@@ -53,8 +55,11 @@ class HybridSequential(HybridBlock):
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
 
+    def forward(self, x, *args):
+        with self._op_names() if cached_graph.TRACING.get() else contextlib.nullcontext():
+            return Sequential.forward(self, x, *args)
+
     add = Sequential.add
-    forward = Sequential.forward
     __getitem__ = Sequential.__getitem__
     __len__ = Sequential.__len__
 

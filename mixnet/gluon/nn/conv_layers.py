@@ -1,4 +1,5 @@
-"""gluon.nn convolution, transposed convolution, pooling and padding layers (NC* layouts)."""
+"""gluon.nn convolution, transposed convolution, pooling and padding layers: channels-first (NC*) layouts, and
+channels-last (NWC / NHWC / NDHWC) for Conv2D/Conv3D and every pooling layer, as MXNet 1.x allows them."""
 from ...base import MXNetError
 from ..block import HybridBlock
 from .basic_layers import Activation
@@ -18,10 +19,25 @@ def _tuple(value, n, what):
     return value
 
 
-def _check_layout(layout, dims):
-    expected = {1: "NCW", 2: "NCHW", 3: "NCDHW"}[dims]
-    if layout != expected:
-        raise MXNetError(f"layout {layout!r} is not supported by mixnet yet; use {expected!r} (channels first)")
+_LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+
+
+def _check_layout(layout, dims, channels_last_ok=True):
+    """True for a channels-last layout (NWC, NHWC, NDHWC), False for channels-first; else MXNetError."""
+    first, last = _LAYOUTS[dims]
+    if layout == first or (layout == last and channels_last_ok):
+        return layout == last
+    allowed = f"{first!r} or {last!r}" if channels_last_ok else repr(first)
+    raise MXNetError(f"layout {layout!r} is not supported here; use {allowed}")
+
+
+def _to_channels_first(F, x, dims):
+    """(N, *spatial, C) -> (N, C, *spatial): the kernels run channels-first (MXNet's CPU kernels transpose too)."""
+    return F.transpose(x, axes=(0, dims + 1) + tuple(range(1, dims + 1)))
+
+
+def _to_channels_last(F, x, dims):
+    return F.transpose(x, axes=(0,) + tuple(range(2, dims + 2)) + (1,))
 
 
 class _Conv(HybridBlock):
@@ -30,12 +46,14 @@ class _Conv(HybridBlock):
                  op_name="Convolution", adj=None, **kwargs):
         super().__init__(**kwargs)
         dims = len(kernel_size)
-        _check_layout(layout, dims)
+        # channels-last convolutions keep MXNet's weight layout (channels, *kernel, in_channels / groups)
+        self._channels_last = _check_layout(layout, dims, channels_last_ok=op_name == "Convolution" and dims > 1)
         self._channels, self._in_channels, self._groups = channels, in_channels, groups
         self._op_name = op_name
         self._kwargs = {"kernel": kernel_size, "stride": _tuple(strides, dims, "strides"),
                         "dilate": _tuple(dilation, dims, "dilation"), "pad": _tuple(padding, dims, "padding"),
-                        "num_filter": channels, "num_group": groups, "no_bias": not use_bias, "layout": layout}
+                        "num_filter": channels, "num_group": groups, "no_bias": not use_bias,
+                        "layout": _LAYOUTS[dims][0]}
         if adj is not None:
             self._kwargs["adj"] = _tuple(adj, dims, "output_padding")
         with self.name_scope():
@@ -48,16 +66,24 @@ class _Conv(HybridBlock):
     def _weight_shape(self, in_channels):
         kernel = self._kwargs["kernel"]
         if self._op_name == "Convolution":
-            return (self._channels, in_channels // self._groups if in_channels else 0) + tuple(kernel)
+            per_group = in_channels // self._groups if in_channels else 0
+            if self._channels_last:
+                return (self._channels,) + tuple(kernel) + (per_group,)
+            return (self._channels, per_group) + tuple(kernel)
         return (in_channels, self._channels // self._groups) + tuple(kernel)
 
     def infer_shape(self, x, *args):
-        self.weight.shape = self._weight_shape(x.shape[1])
+        self.weight.shape = self._weight_shape(x.shape[-1] if self._channels_last else x.shape[1])
 
     def hybrid_forward(self, F, x, weight, bias=None):
         op = getattr(F, self._op_name)
+        dims = len(self._kwargs["kernel"])
+        if self._channels_last:
+            x, weight = _to_channels_first(F, x, dims), _to_channels_first(F, weight, dims)
         out = op(x, weight, bias, name="fwd", **self._kwargs) if bias is not None else \
             op(x, weight, name="fwd", **self._kwargs)
+        if self._channels_last:
+            out = _to_channels_last(F, out, dims)
         return self.act(out) if self.act is not None else out
 
     def _alias(self):
@@ -65,7 +91,8 @@ class _Conv(HybridBlock):
 
     def __repr__(self):
         shape = self.weight.shape
-        in_channels = shape[1] * self._groups if self._op_name == "Convolution" else shape[0]
+        in_channels = shape[-1 if self._channels_last else 1] * self._groups if self._op_name == "Convolution" \
+            else shape[0]
         k = self._kwargs
         text = f"{type(self).__name__}({in_channels if in_channels else None} -> {self._channels}, " \
                f"kernel_size={tuple(k['kernel'])}, stride={k['stride']}"
@@ -150,7 +177,7 @@ class _Pooling(HybridBlock):
                  count_include_pad=None, **kwargs):
         super().__init__(**kwargs)
         dims = len(pool_size)
-        _check_layout(layout, dims)
+        self._channels_last = _check_layout(layout, dims)
         self._layout = layout
         strides = pool_size if strides is None else _tuple(strides, dims, "strides")
         self._kwargs = {"kernel": pool_size, "stride": strides, "pad": _tuple(padding, dims, "padding"),
@@ -163,7 +190,10 @@ class _Pooling(HybridBlock):
         return "pool"
 
     def hybrid_forward(self, F, x):
-        return F.Pooling(x, name="fwd", **self._kwargs)
+        if not self._channels_last:
+            return F.Pooling(x, name="fwd", **self._kwargs)
+        dims = len(self._kwargs["kernel"])
+        return _to_channels_last(F, F.Pooling(_to_channels_first(F, x, dims), name="fwd", **self._kwargs), dims)
 
     def __repr__(self):
         k = self._kwargs
