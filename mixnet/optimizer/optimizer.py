@@ -320,7 +320,7 @@ class Optimizer:
             grad32 = grad.astype(np.float32) if grad.stype != "default" else _wrap(grad._data.astype(np.float32),
                                                                                    grad._ctx)
             self.update(index, master, grad32, inner)
-            weight._data[...] = master._data.astype(weight._data.dtype)
+            weight._data[...] = master._data          # the cast on assignment: astype's rounding, no copy
             weight._bump_version()
         else:
             self.update(index, weight, grad, state)
