@@ -31,6 +31,7 @@ import mixnet as mx  # (mixnet is partly initialised here; its attributes are on
 from .base import MXNetError
 from .context import Context, current_context
 from .ndarray import NDArray, array  # noqa: F401
+from .ops import _fastpath
 
 # No __all__, as in MXNet: test files do `from mxnet.test_utils import *` and then use `mx`, `np`, `NDArray`,
 # `array`, ... straight from this module's namespace.
@@ -169,8 +170,18 @@ def _all_close_fast(a, b, rtol, atol):
     if a.shape != b.shape or a.size <= _CLOSE_BLOCK:
         return _all_close_block(a, b, rtol, atol)
     a, b = a.reshape(-1), b.reshape(-1)
+    nk = _fastpath.numba_kernels(np, a, b)          # one Numba pass (float32 / float64), when its loops are ready
+    if nk is not None:
+        return nk.all_close(_frozen(a), _frozen(b), a.dtype.type(rtol), a.dtype.type(atol))
     return all(_all_close_block(a[i:i + _CLOSE_BLOCK], b[i:i + _CLOSE_BLOCK], rtol, atol)
                for i in range(0, a.size, _CLOSE_BLOCK))
+
+
+def _frozen(flat):
+    """A read-only C-contiguous view (or copy) of a 1-d array: the one array type all_close is compiled for."""
+    view = np.ascontiguousarray(flat).view()
+    view.flags.writeable = False
+    return view
 
 
 def _all_close_block(a, b, rtol, atol):
