@@ -184,6 +184,34 @@ def all_close(a, b, rtol, atol):
     return True
 
 
+@njit(cache=True, error_model="numpy")
+def lamb_direction(w, g, m, v, upd, rescale, clip, has_clip, c_b1, b1, c_b2, b2, bc1, bc2, bias_correction, eps,
+                   has_wd, wd):
+    """LAMB's moments (m, v in place) and direction upd = m_hat/(sqrt(v_hat)+eps) + wd*w in one pass over flat
+    buffers, with the numpy path's operations in its order (the scalars come as the arrays' dtype), so the same
+    result: clip is numpy's (NaN stays NaN)."""
+    for k in range(w.shape[0]):
+        x = g[k] * rescale
+        if has_clip:
+            if x < -clip:
+                x = -clip
+            elif x > clip:
+                x = clip
+        mk = m[k] * b1 + c_b1 * x
+        vk = v[k] * b2 + (x * x) * c_b2
+        m[k] = mk
+        v[k] = vk
+        if bias_correction:
+            u = np.sqrt(vk / bc2) + eps
+            u = (mk / bc1) / u
+        else:
+            u = np.sqrt(vk) + eps
+            u = mk / u
+        if has_wd:
+            u = u + wd * w[k]
+        upd[k] = u
+
+
 @njit(cache=True)
 def sgd_update(w, g, lr_rescale, decay):
     """MXNet's sgd_update in one pass over flat buffers: w = w * decay - (lr * rescale) * g with decay = 1 - lr*wd
@@ -634,6 +662,9 @@ def warm_up(dtype):
     frozen = flat.copy()
     frozen.flags.writeable = False
     all_close(frozen, frozen, dt.type(0), dt.type(0))
+    one = dt.type(1)
+    lamb_direction(flat.copy(), flat, flat.copy(), flat.copy(), np.empty_like(flat), one, one, True, one, one, one,
+                   one, one, one, True, one, True, one)
     f32 = np.float32(0.5)
     sgd_update(flat.copy(), flat, f32, f32)
     sgd_mom_update(flat.copy(), flat, flat.copy(), True, f32, f32, f32)

@@ -1114,9 +1114,8 @@ class LAMB(Optimizer):
         # the element-wise work runs over cache-sized blocks (LAMB runs over whole models: one numpy pass per
         # operation over a multi-megabyte layer is memory-bound); only the direction `upd` is kept whole, for its
         # norm. Each element sees the same operations as on whole arrays, so the results are the same.
-        blocks = _blocks(xp, w, g, m, v)
-        upd = None
-        for bw, bg, bm, bv, part in blocks:
+        upd = self._direction_numba(xp, w, g, m, v, t, wd)
+        for bw, bg, bm, bv, part in ([] if upd is not None else _blocks(xp, w, g, m, v)):
             u = self._direction(xp, bw, bg, bm, bv, t, wd)
             if part is None:
                 upd = u
@@ -1134,6 +1133,23 @@ class LAMB(Optimizer):
         step = (_f32(lr) * ratio).astype(w.dtype)
         for bw, bu, _ in _blocks(xp, w, upd):
             bw -= step * bu
+
+    def _direction_numba(self, xp, w, g, m, v, t, wd):
+        """_direction over whole contiguous float32/float64 buffers in one Numba pass (the same operations, so the
+        same bits), or None where it does not apply."""
+        arrays = (w, g, m, v)
+        nk = _fastpath.numba_kernels(xp, *arrays)
+        if nk is None or not all(a.flags.c_contiguous for a in arrays):
+            return None
+        d = w.dtype.type
+        upd = np.empty_like(w)
+        clip = _f32(self.clip_gradient) if _clip_on(self.clip_gradient) else _f32(0)
+        b1, b2 = _f32(self.beta1), _f32(self.beta2)
+        nk.lamb_direction(w.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), upd.reshape(-1),
+                          d(_f32(self.rescale_grad)), d(clip), _clip_on(self.clip_gradient), d(_f32(1) - b1), d(b1),
+                          d(_f32(1) - b2), d(b2), d(_f32(1. - self.beta1 ** t)), d(_f32(1. - self.beta2 ** t)),
+                          bool(self.bias_correction), d(_f32(self.epsilon)), bool(wd), d(_f32(wd)))
+        return upd
 
     def _direction(self, xp, w, g, m, v, t, wd):
         """Updates the moments m, v in place and returns `m_hat/(sqrt(v_hat)+eps) + wd*w` (a new buffer)."""

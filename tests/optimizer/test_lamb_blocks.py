@@ -44,3 +44,25 @@ def test_blocks_give_the_whole_array_bits(dtype, multi_precision, monkeypatch):
         assert len(blocked) == len(whole)
         for b, w in zip(blocked, whole):
             assert b.dtype == w.dtype and b.tobytes() == w.tobytes(), kwargs
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_numba_direction_gives_the_numpy_bits(dtype, monkeypatch):
+    """The one-pass Numba loop (lamb_direction) against the numpy blocks, eps=0 and a tight clip included."""
+    options = _OPTIONS + [dict(epsilon=0.0, clip_gradient=1e-3)]
+    for kwargs in options:
+        fast = _run(dtype, kwargs, False)
+        monkeypatch.setattr(opt_mod._fastpath, "ENABLED", False)
+        slow = _run(dtype, kwargs, False)
+        monkeypatch.undo()
+        for f, s in zip(fast, slow):
+            assert f.tobytes() == s.tobytes(), kwargs
+
+
+def test_numba_direction_runs(monkeypatch):
+    used = []
+    original = opt_mod.LAMB._direction_numba
+    monkeypatch.setattr(opt_mod.LAMB, "_direction_numba",
+                        lambda self, *a: used.append(original(self, *a)) or used[-1])
+    _run("float32", {}, False)
+    assert used and all(u is not None for u in used)
