@@ -31,6 +31,7 @@ import mixnet as mx  # (mixnet is partly initialised here; its attributes are on
 from .base import MXNetError
 from .context import Context, current_context
 from .ndarray import NDArray, array  # noqa: F401
+from .ops import _fastpath
 
 # No __all__, as in MXNet: test files do `from mxnet.test_utils import *` and then use `mx`, `np`, `NDArray`,
 # `array`, ... straight from this module's namespace.
@@ -127,8 +128,19 @@ def _as_numpy(x):
     return np.asarray(x)
 
 
+def _host_view(x):
+    """x's values as a numpy array only to be read: a CPU NDArray's own buffer, read-only (a comparison needs no
+    copy of it), else _as_numpy's."""
+    data = getattr(x, "_data", None) if isinstance(x, NDArray) else None
+    if isinstance(data, np.ndarray):
+        view = data.view()
+        view.flags.writeable = False
+        return view
+    return _as_numpy(x)
+
+
 def _prepare(a, b, use_broadcast):
-    a, b = _as_numpy(a), _as_numpy(b)
+    a, b = _host_view(a), _host_view(b)
     if not use_broadcast and a.shape != b.shape:
         raise AssertionError(f"shapes differ: {a.shape} vs {b.shape} (use_broadcast=False)")
     try:
@@ -144,19 +156,42 @@ def _within(a, b, rtol, atol, equal_nan):
     return np.isclose(a64, b64, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
+# _all_close_fast works through equal-shaped arrays in blocks of this many elements, so its temporaries stay in
+# cache: optimizer tests compare millions of elements per call, and whole-array temporaries are memory-bound
+_CLOSE_BLOCK = 1 << 15
+
+
 def _all_close_fast(a, b, rtol, atol):
     """True when two float arrays are close everywhere, computed in their own dtype without float64 copies
     (large arrays compare several times faster). False also for NaN, inf or float16 overflow: then _within
     decides."""
     if a.dtype.kind != "f" or b.dtype.kind != "f":
         return False
+    if a.shape != b.shape or a.size <= _CLOSE_BLOCK:
+        return _all_close_block(a, b, rtol, atol)
+    a, b = a.reshape(-1), b.reshape(-1)
+    nk = _fastpath.numba_kernels(np, a, b)          # one Numba pass (float32 / float64), when its loops are ready
+    if nk is not None:
+        return nk.all_close(_frozen(a), _frozen(b), a.dtype.type(rtol), a.dtype.type(atol))
+    return all(_all_close_block(a[i:i + _CLOSE_BLOCK], b[i:i + _CLOSE_BLOCK], rtol, atol)
+               for i in range(0, a.size, _CLOSE_BLOCK))
+
+
+def _frozen(flat):
+    """A read-only C-contiguous view (or copy) of a 1-d array: the one array type all_close is compiled for."""
+    view = np.ascontiguousarray(flat).view()
+    view.flags.writeable = False
+    return view
+
+
+def _all_close_block(a, b, rtol, atol):
     # numpy computes float16 in software, ~10x slower than float32, which holds every float16 value exactly
     a = a.astype(np.float32) if a.dtype == np.float16 else a
     b = b.astype(np.float32) if b.dtype == np.float16 else b
     with np.errstate(all="ignore"):
-        diff = np.asarray(a - b)               # two temporaries, reused in place (optimizer tests compare
-        np.abs(diff, out=diff)                 # millions of elements per call); asarray: 0-d inputs give
-        bound = np.asarray(np.abs(b))          # numpy scalars
+        diff = np.asarray(a - b)               # two temporaries, reused in place; asarray: 0-d inputs give
+        np.abs(diff, out=diff)                 # numpy scalars
+        bound = np.asarray(np.abs(b))
         bound *= rtol
         bound += atol
         return bool(np.all(diff <= bound))

@@ -175,6 +175,44 @@ def relu_backward(g, x, out):
 
 
 @njit(cache=True)
+def all_close(a, b, rtol, atol):
+    """test_utils' `|a - b| <= |b| * rtol + atol` everywhere, in the arrays' dtype (rtol, atol dtype scalars), as
+    numpy's in-place steps compute it, in one pass that stops at the first failure. NaN fails, as there."""
+    for k in range(a.shape[0]):
+        if not abs(a[k] - b[k]) <= abs(b[k]) * rtol + atol:
+            return False
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def lamb_direction(w, g, m, v, upd, rescale, clip, has_clip, c_b1, b1, c_b2, b2, bc1, bc2, bias_correction, eps,
+                   has_wd, wd):
+    """LAMB's moments (m, v in place) and direction upd = m_hat/(sqrt(v_hat)+eps) + wd*w in one pass over flat
+    buffers, with the numpy path's operations in its order (the scalars come as the arrays' dtype), so the same
+    result: clip is numpy's (NaN stays NaN)."""
+    for k in range(w.shape[0]):
+        x = g[k] * rescale
+        if has_clip:
+            if x < -clip:
+                x = -clip
+            elif x > clip:
+                x = clip
+        mk = m[k] * b1 + c_b1 * x
+        vk = v[k] * b2 + (x * x) * c_b2
+        m[k] = mk
+        v[k] = vk
+        if bias_correction:
+            u = np.sqrt(vk / bc2) + eps
+            u = (mk / bc1) / u
+        else:
+            u = np.sqrt(vk) + eps
+            u = mk / u
+        if has_wd:
+            u = u + wd * w[k]
+        upd[k] = u
+
+
+@njit(cache=True)
 def sgd_update(w, g, lr_rescale, decay):
     """MXNet's sgd_update in one pass over flat buffers: w = w * decay - (lr * rescale) * g with decay = 1 - lr*wd
     (1 without weight decay: w * 1 is w exactly). The same float operations in the same order as the numpy path
@@ -608,11 +646,11 @@ def loops():
 
 def warm_up(dtype):
     """Compiles (or loads from the cache) every loop for `dtype` ('float32' or 'float64') by running it on tiny
-    arrays with the argument types the fast paths pass: C-contiguous arrays of the dtype, Python ints for the
-    geometry, the pooling fill as a dtype scalar, the SGD scalars as np.float32 and its weight-decay flag as a bool,
-    the normalizations' eps / scale as Python floats, softmax's temperature and sign as dtype scalars
-    (tests/ops/test_fastpath_background.py checks that real calls compile nothing more). The background child of
-    codegen/precompile.py runs it."""
+    arrays with the argument types the fast paths pass: C-contiguous arrays of the dtype (all_close's read-only),
+    Python ints for the geometry, the pooling fill and all_close's tolerances as dtype scalars, the SGD scalars as
+    np.float32 and its weight-decay flag as a bool, the normalizations' eps / scale as Python floats, softmax's
+    temperature and sign as dtype scalars (tests/ops/test_fastpath_background.py checks that real calls compile
+    nothing more). The background child of codegen/precompile.py runs it."""
     dt = np.dtype(dtype)
     x = np.ones((1, 1, 2, 2), dt)
     cols = np.empty((1, 1, 1, 1, 2, 2), dt)
@@ -621,6 +659,12 @@ def warm_up(dtype):
     max_pool_backward(np.ones((1, 1, 1, 1), dt), x, 2, 2, 2, 2, 0, 0, dt.type(-np.inf), np.empty_like(x))
     flat = np.ones(4, dt)
     relu_backward(flat, flat, np.empty_like(flat))
+    frozen = flat.copy()
+    frozen.flags.writeable = False
+    all_close(frozen, frozen, dt.type(0), dt.type(0))
+    one = dt.type(1)
+    lamb_direction(flat.copy(), flat, flat.copy(), flat.copy(), np.empty_like(flat), one, one, True, one, one, one,
+                   one, one, one, True, one, True, one)
     f32 = np.float32(0.5)
     sgd_update(flat.copy(), flat, f32, f32)
     sgd_mom_update(flat.copy(), flat, flat.copy(), True, f32, f32, f32)

@@ -1179,6 +1179,10 @@ register(OpDef(
 def _clip(xp, x, a_min, a_max):
     lo = np.asarray(a_min).astype(x.dtype)
     hi = np.asarray(a_max).astype(x.dtype)
+    if lo <= hi and (x.dtype.kind in "iu" or (lo != 0 and hi != 0)):
+        # xp.clip (one pass, no masks) gives the same bits here: ordered bounds, and no +-0 bound where it could
+        # pick the bound's zero instead of x's
+        return xp.clip(x, lo, hi, out=xp.empty(x.shape, x.dtype))
     # MXNet's order of tests: above a_max -> a_max, else below a_min -> a_min (matters when a_min > a_max)
     return xp.where(x > hi, hi, xp.where(x < lo, lo, x)).astype(x.dtype)
 

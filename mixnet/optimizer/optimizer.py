@@ -320,7 +320,7 @@ class Optimizer:
             grad32 = grad.astype(np.float32) if grad.stype != "default" else _wrap(grad._data.astype(np.float32),
                                                                                    grad._ctx)
             self.update(index, master, grad32, inner)
-            weight._data[...] = master._data.astype(weight._data.dtype)
+            weight._data[...] = master._data          # the cast on assignment: astype's rounding, no copy
             weight._bump_version()
         else:
             self.update(index, weight, grad, state)
@@ -1110,10 +1110,52 @@ class LAMB(Optimizer):
     def _step(self, index, w, g, state, lr, wd):
         xp = _xp_of(w)
         t = self._index_update_count[index]
-        grad = _rescaled(xp, g, w, self.rescale_grad, 0, self.clip_gradient, wd_first=False)
         m, v = state[0]._data, state[1]._data
+        # the element-wise work runs over cache-sized blocks (LAMB runs over whole models: one numpy pass per
+        # operation over a multi-megabyte layer is memory-bound); only the direction `upd` is kept whole, for its
+        # norm. Each element sees the same operations as on whole arrays, so the results are the same.
+        upd = self._direction_numba(xp, w, g, m, v, t, wd)
+        for bw, bg, bm, bv, part in ([] if upd is not None else _blocks(xp, w, g, m, v)):
+            u = self._direction(xp, bw, bg, bm, bv, t, wd)
+            if part is None:
+                upd = u
+            else:
+                if upd is None:
+                    upd = xp.empty(w.size, dtype=u.dtype)
+                upd[part] = u
+        upd = upd.reshape(w.shape)
+        r1, r2 = _norm32(xp, w), _norm32(xp, upd)
+        if self.lower_bound:
+            r1 = xp.maximum(r1, _f32(self.lower_bound))
+        if self.upper_bound:
+            r1 = xp.minimum(r1, _f32(self.upper_bound))
+        ratio = r1 / r2 if (float(r1) != 0.0 and float(r2) != 0.0) else _f32(1)
+        step = (_f32(lr) * ratio).astype(w.dtype)
+        for bw, bu, _ in _blocks(xp, w, upd):
+            bw -= step * bu
+
+    def _direction_numba(self, xp, w, g, m, v, t, wd):
+        """_direction over whole contiguous float32/float64 buffers in one Numba pass (the same operations, so the
+        same bits), or None where it does not apply."""
+        arrays = (w, g, m, v)
+        nk = _fastpath.numba_kernels(xp, *arrays)
+        if nk is None or not all(a.flags.c_contiguous for a in arrays):
+            return None
+        d = w.dtype.type
+        upd = np.empty_like(w)
+        clip = _f32(self.clip_gradient) if _clip_on(self.clip_gradient) else _f32(0)
         b1, b2 = _f32(self.beta1), _f32(self.beta2)
-        # in place where the buffers allow: LAMB runs over whole models, and each temporary is a pass over memory
+        nk.lamb_direction(w.reshape(-1), g.reshape(-1), m.reshape(-1), v.reshape(-1), upd.reshape(-1),
+                          d(_f32(self.rescale_grad)), d(clip), _clip_on(self.clip_gradient), d(_f32(1) - b1), d(b1),
+                          d(_f32(1) - b2), d(b2), d(_f32(1. - self.beta1 ** t)), d(_f32(1. - self.beta2 ** t)),
+                          bool(self.bias_correction), d(_f32(self.epsilon)), bool(wd), d(_f32(wd)))
+        return upd
+
+    def _direction(self, xp, w, g, m, v, t, wd):
+        """Updates the moments m, v in place and returns `m_hat/(sqrt(v_hat)+eps) + wd*w` (a new buffer)."""
+        grad = _rescaled(xp, g, w, self.rescale_grad, 0, self.clip_gradient, wd_first=False)
+        b1, b2 = _f32(self.beta1), _f32(self.beta2)
+        # in place where the buffers allow: each temporary is one more pass
         m *= b1
         m += (_f32(1) - b1) * grad
         v *= b2
@@ -1125,13 +1167,18 @@ class LAMB(Optimizer):
         xp.divide(m / _f32(1. - self.beta1 ** t) if self.bias_correction else m, upd, out=upd)
         if wd:
             upd += _f32(wd) * w
-        r1, r2 = _norm32(xp, w), _norm32(xp, upd)
-        if self.lower_bound:
-            r1 = xp.maximum(r1, _f32(self.lower_bound))
-        if self.upper_bound:
-            r1 = xp.minimum(r1, _f32(self.upper_bound))
-        ratio = r1 / r2 if (float(r1) != 0.0 and float(r2) != 0.0) else _f32(1)
-        w -= (_f32(lr) * ratio).astype(w.dtype) * upd
+        return upd
+
+
+def _blocks(xp, *arrays):
+    """(block of each array..., slice) over FLAT_CHUNK-element blocks of equal-shaped C-contiguous numpy arrays,
+    else one (whole arrays..., None)."""
+    n = arrays[0].size
+    if xp is not np or n <= FLAT_CHUNK or not all(a.flags.c_contiguous for a in arrays):
+        return [(*arrays, None)]
+    flats = [a.reshape(-1) for a in arrays]
+    return [(*[f[start:start + FLAT_CHUNK] for f in flats], slice(start, start + FLAT_CHUNK))
+            for start in range(0, n, FLAT_CHUNK)]
 
 
 @register
