@@ -22,7 +22,8 @@ dispatch.RANDOM_STATE = _state
 
 def seed(seed_state, ctx="all"):
     """Seeds the random number generators: of every device (ctx='all') or of one."""
-    seed_state = int(seed_state)
+    # MXNet passes the seed through a C int: negative seeds work, and seeds equal modulo 2**32 give one stream
+    seed_state = int(seed_state) % (1 << 32)
     if ctx == "all":
         _BASE_SEED[0] = seed_state
         _STATES.clear()

@@ -303,3 +303,13 @@ def test_seed_reproducible_and_seeds_differ():
     c = nd.random.uniform(shape=(5,)).asnumpy()
     assert not np.array_equal(a, c)
     assert not np.array_equal(a, nd.random.uniform(shape=(5,)).asnumpy())   # the stream advances
+
+
+def test_random_seed_accepts_any_int_as_mxnet_c_int():
+    # MXNet hands the seed to C as an int: negative seeds work, seeds equal modulo 2**32 give the same stream
+    draws = []
+    for seed in (-5, (1 << 32) - 5, 7):
+        mx.random.seed(seed)
+        draws.append(mx.random.uniform(shape=(4,)).asnumpy())
+    np.testing.assert_array_equal(draws[0], draws[1])
+    assert not np.array_equal(draws[0], draws[2])
