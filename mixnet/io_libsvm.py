@@ -18,8 +18,8 @@ import numpy as np
 
 from .base import MXNetError, dtype_np
 from .context import cpu
-from .io import DataBatch, DataDesc, DataIter
-from .io_native import _check_knobs
+from .io import DataDesc
+from .io_native import NativeIter, _check_knobs
 
 __all__ = ["LibSVMIter"]
 
@@ -148,7 +148,7 @@ def _one_dim(shape, what):
     return shape
 
 
-class LibSVMIter(DataIter):
+class LibSVMIter(NativeIter):
     """Batches of a LibSVM file as csr data (batch_size, data_shape[0]) and labels: dense (batch_size,) from the
     data file, or csr (batch_size, label_shape[0]) from label_libsvm."""
 
@@ -208,12 +208,6 @@ class LibSVMIter(DataIter):
         self._pos = self._pad if self._pad else self._pos + bs
         self._wrapped = self._pad
         return True
-
-    def next(self):
-        if not self.iter_next():
-            raise StopIteration
-        return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=self.getpad(), index=self.getindex(),
-                         provide_data=self.provide_data, provide_label=self.provide_label)
 
     def _current(self):
         if self._rows is None:

@@ -24,7 +24,18 @@ def _check_knobs(name, kwargs):
         raise MXNetError(f"{name}: unknown arguments {unknown}")
 
 
-class _InMemoryIter(DataIter):
+class NativeIter(DataIter):
+    """MXNet's C++ iterators' convention (CSVIter, MNISTIter, LibSVMIter): getdata / getlabel give one array each,
+    and a batch carries them as one-element lists together with provide_data / provide_label."""
+
+    def next(self):
+        if not self.iter_next():
+            raise StopIteration
+        return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=self.getpad(), index=self.getindex(),
+                         provide_data=self.provide_data, provide_label=self.provide_label)
+
+
+class _InMemoryIter(NativeIter):
     """Batches of rows of `data` and `label` (numpy arrays with the example axis first)."""
 
     def __init__(self, data, label, batch_size, last):
@@ -57,12 +68,6 @@ class _InMemoryIter(DataIter):
             self._start = self._pad if self._last == "round" else 0
         self._rows = rows
         return True
-
-    def next(self):
-        if not self.iter_next():
-            raise StopIteration
-        return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=self.getpad(), index=self.getindex(),
-                         provide_data=self.provide_data, provide_label=self.provide_label)
 
     def _batch(self, source, shape):
         from .ndarray import array
