@@ -160,8 +160,8 @@ def precompile(block, inputs, dtype="float32", train=True, progress=True, ctx=No
     calls = [_arguments(spec, _dtype_iter(dtype), ctx) for spec in inputs]
     from tqdm.auto import tqdm
     keys = set()
-    with tqdm(total=len(calls) * len(modes), desc=f"precompile {block.name}", unit="plan", disable=not progress,
-              leave=False) as bar:
+    with tqdm(total=len(calls) * len(modes), desc=f"precompile {block.name}", unit="plan",
+              disable=not progress) as bar:
         for args in calls:
             # Deferred parameter shapes: one eager call in predict mode, not recorded, initializes them (running
             # statistics untouched, dropout off) as the first real call would.

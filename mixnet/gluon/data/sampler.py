@@ -262,8 +262,7 @@ class FixedBucketSampler(Sampler):
     def __iter__(self):
         batches, leftover = self._pass_plan()
         self._carry = [[] for _ in self._bucket_sample_ids]
-        for batch in batches:
-            yield batch
+        yield from batches
         self._carry = leftover
 
     def __len__(self):

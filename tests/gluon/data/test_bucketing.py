@@ -4,7 +4,8 @@ import collections
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mixnet.base import MXNetError
 from mixnet.gluon.data import DataLoader, FixedBucketSampler, SimpleDataset
