@@ -79,7 +79,7 @@ def _record(block, key, graph, earlier):
     plans = [p for _, group in built for p in group]
     planned = [p.planned_bytes for p in plans]
     return PlanRecord(
-        block=block.name, inputs=key[1], train_mode=bool(key[3]), device=str(key[2]),
+        block=block.name or type(block).__name__, inputs=key[1], train_mode=bool(key[3]), device=str(key[2]),
         reason=cached_graph.retrace_reason(key, earlier),
         inference=any(kind == "inference" for kind, _ in built),
         training=sum(kind == "training" for kind, _ in built), compiles=len(built),
