@@ -616,6 +616,36 @@ class HybridBlock(Block):
         from .. import ndarray as F
         return self.hybrid_forward(F, x, *args, **params)
 
+    def compiled_plans(self):
+        """What hybridize() has compiled: one PlanRecord per traced input signature (input shapes and dtypes,
+        training mode, which plans are built — 'inference', one 'training' per set of differentiated inputs —,
+        compiles, fused kernels, calls, seconds, and why it was traced: 'first call', 'new shapes or dtypes
+        (...)', 'new training mode (...)'), in trace order; also those of children called hybridized on their
+        own. Printing the list gives a table. With bucketed batches (FixedBucketSampler + Pad(bucket_keys=...))
+        there is one signature per bucket shape used, and every plan shares this block's parameters.
+        See docs/bucketing.md."""
+        from .compiled_plans import compiled_plans
+        return compiled_plans(self)
+
+    def precompile(self, inputs, dtype="float32", train=True, progress=True, ctx=None):
+        """Traces and compiles ahead of time the plans that calls on `inputs` will use, so the first epoch
+        compiles nothing: one entry per call signature, each a shape (one input), a tuple with one shape (or
+        NDArray, or None) per argument, or actual NDArrays: ``net.precompile([(32, k) for k in keys])`` or
+        ``net.precompile([((32, k), (32,)) for k in keys], dtype=['int32', 'int32'])``.
+
+        dtype: of the arrays made from shapes, one for all or one per input in order; shapes AND dtypes must be
+        those of the real calls (compiled_plans() shows them). train: True builds the training plans a call
+        under autograd.record() uses, False the inference plans of calls in predict mode, 'both' both.
+        progress: a tqdm progress bar (False: silent). ctx: the device (default: the current context).
+        Returns the PlanRecords of these signatures.
+
+        Nothing runs compiled and nothing is recorded on the autograd tape; parameters, running statistics,
+        optimizer states and the random generators are left as they are. Parameters with deferred shapes are
+        initialized first by one eager call in predict mode on arrays of ones (as the first real call would
+        initialize them, without updating BatchNorm's running statistics)."""
+        from .compiled_plans import precompile
+        return precompile(self, inputs, dtype=dtype, train=train, progress=progress, ctx=ctx)
+
     def register_op_hook(self, callback, monitor_all=False):
         """callback(output name, op name, NDArray) for every op output of this block's hybridized runs (and,
         with monitor_all, every op input first), named as MXNet names them ('dense0_fwd_output',

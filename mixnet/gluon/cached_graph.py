@@ -9,6 +9,7 @@ contrib.cond / foreach / while_loop.
 """
 import contextvars
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -155,14 +156,19 @@ class CachedGraph:
         self._inference = None
         self._training = {}
         self._building = threading.Lock()      # threads making a plan's first call at once build it once
+        self.calls = 0                         # for compiled_plans(): runs of this graph
+        self.trace_seconds = 0.0               # set by _trace
+        self.build_seconds = 0.0               # making its plans (fusing in the background not included)
 
     @property
     def inference(self):
         if self._inference is None:
             with self._building:
                 if self._inference is None:
+                    start = time.perf_counter()
                     self._inference = cached_op.InferencePlan(self.plan, self.names, self.shapes, self.dtypes,
                                                               self.ctx, self.fusion, self.static_alloc)
+                    self.build_seconds += time.perf_counter() - start
         return self._inference
 
     def training(self, mask):
@@ -171,19 +177,35 @@ class CachedGraph:
             with self._building:
                 plan = self._training.get(mask)
                 if plan is None:
+                    start = time.perf_counter()
                     plan = self._training[mask] = cached_op.TrainingPlan(
                         self.plan, self.names, mask, self.shapes, self.dtypes, self.ctx, self.is_train,
                         self.fusion, self.static_alloc, self.mirror)
+                    self.build_seconds += time.perf_counter() - start
         return plan
+
+    def built_plans(self):
+        """The compiled plans made so far, each as (kind, [its InferencePlans]): ('inference', [plan]) and one
+        ('training', [forward, backward]) per gradient mask."""
+        plans = [("inference", [self._inference])] if self._inference is not None else []
+        for plan in list(self._training.values()):
+            plans.append(("training", [plan.forward] + ([plan.backward] if plan.backward is not None else [])))
+        return plans
+
+    def gradient_mask(self, flat):
+        """The mask a recorded call on `flat` differentiates: the inputs that have autograd nodes (data with
+        attach_grad, parameters that take gradients)."""
+        return _gradient_mask(self._inputs(flat))
 
     def _inputs(self, flat):
         return list(flat) + [p.data(self.ctx) for p in self.params]
 
     def run(self, block, flat):
         """Runs the compiled graph: one tape node per call when autograd records, plain kernels otherwise."""
+        self.calls += 1
         inputs = self._inputs(flat)
         is_train = autograd.is_training()
-        mask = tuple(x._node is not None for x in inputs) if autograd.is_recording() else ()
+        mask = _gradient_mask(inputs) if autograd.is_recording() else ()
         if any(mask):
             outs = self.training(mask).run(inputs, is_train, self.inline_limit)
         else:
@@ -195,8 +217,13 @@ class CachedGraph:
         """Runs the graph op by op through the dispatch door (each op recorded like eager code): check mode
         and op hooks (monitor(node, inputs, outputs) after each node) observe this run."""
         from ..symbol.executor import run_graph
+        self.calls += 1
         outs = run_graph(self.plan, dict(zip(self.names, self._inputs(flat))), self.ctx, monitor)
         return unflatten(list(outs), self.out_structure)
+
+
+def _gradient_mask(inputs):
+    return tuple(x._node is not None for x in inputs)
 
 
 def input_kinds(args, kwargs):
@@ -234,15 +261,24 @@ def call_symbolic(block, args, kwargs):
 
 
 def retrace_reason(key, known):
-    """Why `key` needed a trace of its own, compared with the newest known signature."""
+    """Why `key` needed a trace of its own: how it differs from the nearest known signature (the one differing
+    in the fewest respects; the newest of those)."""
     if not known:
         return "first call"
-    last = list(known)[-1]
     what = ("argument structure", "shapes or dtypes", "device", "training mode")
-    changes = [w for w, a, b in zip(what, key, last) if a != b]
-    details = {"shapes or dtypes": f"{last[1]} -> {key[1]}", "training mode": f"{last[3]} -> {key[3]}",
-               "device": f"{last[2]} -> {key[2]}", "argument structure": f"{last[0]} -> {key[0]}"}
-    return "new " + "; new ".join(f"{w} ({details[w]})" for w in changes)
+
+    def changes(other):
+        return [k for k in range(4) if key[k] != other[k]]
+
+    nearest = min(reversed(list(known)), key=lambda other: len(changes(other)))
+    return "new " + "; new ".join(f"{what[k]} ({_difference(k, nearest[k], key[k])})" for k in changes(nearest))
+
+
+def _difference(field, old, new):
+    if field == 1 and len(old) == len(new):           # shapes and dtypes: only the inputs that changed
+        return ", ".join(f"input {i}: {a[0]} {a[1]} -> {b[0]} {b[1]}"
+                         for i, (a, b) in enumerate(zip(old, new)) if a != b)
+    return f"{old} -> {new}"
 
 
 def has_hooks_below(block):
@@ -281,6 +317,7 @@ def call_hybridized(block, args):
             if graph is None:
                 graph, first_result = _trace(block, args, key)
                 if first_result is not None:
+                    graph.calls += 1
                     return first_result
     if block._op_hook is not None:
         return graph.interpret(block, flat, _op_monitor(*block._op_hook))
@@ -337,10 +374,27 @@ def _trace(block, args, key):
     first_result = None
     if any(p._data is None for p in block.collect_params().values()):
         first_result = _eager(block, args)       # deferred shapes: one eager call initializes them exactly
+    start = time.perf_counter()
     graph = CachedGraph(block, args)
+    graph.trace_seconds = time.perf_counter() - start
     if config.LOG_COMPILES:
         print(f"mixnet: hybridize traced {type(block).__name__} {block.name!r} (graph "
               f"{len(block._cached_graphs) + 1}): {retrace_reason(key, block._cached_graphs)}")
     block._cached_graphs[key] = graph
     block._last_graph = graph
     return graph, first_result
+
+
+def trace_ahead(block, args):
+    """HybridBlock.precompile: the graph a call on `args` in the current training mode would run, traced now if
+    it is new, without running it. Returns (graph, flat inputs). The parameters must be initialized already
+    (otherwise the trace runs the block once eagerly, as a first call does)."""
+    flat, structure = flatten(args)
+    _check_argument_structure(block, structure)
+    _check_one_device(block, flat)
+    key = signature(flat, structure)
+    with block._trace_lock:
+        graph = block._cached_graphs.get(key)
+        if graph is None:
+            graph, _ = _trace(block, args, key)
+    return graph, flat

@@ -182,6 +182,12 @@ class InferencePlan:
     def fused_groups(self):
         return self._current.fused_groups
 
+    @property
+    def planned_bytes(self):
+        """Bytes of one set of static_alloc buffers (None without static_alloc)."""
+        slots = self._current.slots
+        return None if slots is None else int(sum(slots))
+
     def run(self, arrays, is_train, dests=None):
         return self._current.run(arrays, is_train, dests)
 

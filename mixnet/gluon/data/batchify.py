@@ -3,8 +3,10 @@
     loader = DataLoader(dataset, batch_size=32, batchify_fn=Tuple(Pad(pad_val=0, ret_length=True), Stack()))
     for (tokens, valid_length), label in loader: ...
 
-`Pad` pads variable-length samples to the longest one in the batch; with ``ret_length=True`` it also returns
-the valid lengths (int32), which sequence ops and RNN layers take as ``valid_length``.
+`Pad` pads variable-length samples to the longest one in the batch (or, given ``bucket_keys``, to the smallest
+bucket key that holds it: one shape per bucket, so a hybridized model compiles once per bucket); with
+``ret_length=True`` it also returns the valid lengths (int32), which sequence ops and RNN layers take as
+``valid_length``.
 """
 import numbers
 
@@ -54,12 +56,23 @@ class Pad:
 
     pad_val: the fill value (0). ret_length: also return the original lengths along axis (int32 NDArray).
     dtype: the result's dtype (default: the samples'). round_to: round the padded length up to a multiple of
-    this (fewer distinct shapes, so fewer compiled plans when hybridized).
+    this (fewer distinct shapes, so fewer compiled plans when hybridized). bucket_keys: pad to the smallest of
+    these lengths that is >= the longest sample instead (``FixedBucketSampler.bucket_keys``: each batch gets
+    its bucket's length, so there are as many shapes as buckets); a longer batch is an error.
     """
 
-    def __init__(self, axis=0, pad_val=0, ret_length=False, dtype=None, round_to=None):
+    def __init__(self, axis=0, pad_val=0, ret_length=False, dtype=None, round_to=None, bucket_keys=None):
         if not isinstance(axis, numbers.Integral):
             raise ValueError(f"Pad: axis must be an int, got {axis!r}")
+        if bucket_keys is not None:
+            if round_to:
+                raise ValueError("Pad: give round_to or bucket_keys, not both")
+            keys = list(bucket_keys)
+            if not keys or not all(isinstance(k, numbers.Integral) and k >= 0 for k in keys):
+                raise ValueError("Pad: bucket_keys must be non-negative ints (for a sampler over tuple lengths, "
+                                 f"pass this field's keys: [k[i] for k in sampler.bucket_keys]); got {bucket_keys!r}")
+            bucket_keys = np.unique(np.asarray(keys, dtype=np.int64))
+        self._bucket_keys = bucket_keys
         self._axis = int(axis)
         self._pad_val = 0 if pad_val is None else pad_val
         self._ret_length = ret_length
@@ -81,6 +94,12 @@ class Pad:
         max_len = max(lengths)
         if self._round_to:
             max_len = -(-max_len // self._round_to) * self._round_to
+        elif self._bucket_keys is not None:
+            k = int(np.searchsorted(self._bucket_keys, max_len))
+            if k == len(self._bucket_keys):
+                raise MXNetError(f"Pad: a sample of length {max_len} along axis {axis} is longer than the largest "
+                                 f"bucket key {int(self._bucket_keys[-1])}")
+            max_len = int(self._bucket_keys[k])
         shape = list(arrs[0].shape)
         for a in arrs:
             for d in range(ndim):

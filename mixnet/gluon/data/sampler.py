@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "BatchSampler", "FilterSampler",
-           "FixedBucketSampler", "BucketSampler"]
+           "FixedBucketSampler", "BucketSampler", "padding_fraction"]
 
 
 class Sampler:
@@ -147,18 +147,28 @@ class FixedBucketSampler(Sampler):
     geometrically by default (`bucket_scheme='exp'`): short sequences get narrow buckets, long ones wide
     buckets, which keeps the padding fraction about even. bucket_keys: explicit bucket upper bounds instead.
     ratio: bucket k gets ``max(batch_size, int(max_key / key_k * ratio * batch_size))`` samples (0: all
-    buckets use batch_size). shuffle: shuffle the samples within each bucket and the order of the batches at
-    every pass (numpy's global RNG). use_average_length: batch_size is a budget of tokens: a bucket's batch
-    size is ``max(1, batch_size // average length in the bucket)`` (ratio is then ignored).
+    buckets use batch_size). shuffle: shuffle the samples within each bucket and the order of the batches
+    across buckets at every pass (numpy's global RNG). use_average_length: batch_size is a budget of tokens: a
+    bucket's batch size is ``max(1, batch_size // average length in the bucket)`` (ratio is then ignored).
 
-    Every sample appears exactly once per pass; the last batch of a bucket may be smaller.
+    last_batch, per bucket: 'keep' (default, as MXNet/GluonNLP: a bucket's last batch may be smaller, and
+    every sample appears exactly once per pass), 'discard' (drop each bucket's incomplete last batch; with
+    shuffle, which samples are dropped changes every pass), 'rollover' (carry each bucket's incomplete
+    remainder into the same bucket's first batch of the next pass, as BatchSampler's rollover does: no sample
+    is lost, every batch is full).
+
+    Pad each batch to its bucket's key, not to its longest sample, and a hybridized model sees one input shape
+    per bucket, so it compiles once per bucket: ``batchify.Pad(ret_length=True, bucket_keys=s.bucket_keys)``.
     """
 
     def __init__(self, lengths, batch_size, num_buckets=10, bucket_keys=None, ratio=0, shuffle=False,
-                 use_average_length=False, bucket_scheme="exp"):
+                 use_average_length=False, bucket_scheme="exp", last_batch="keep"):
         lengths = list(lengths)
         if not lengths:
             raise ValueError("FixedBucketSampler: lengths is empty")
+        if last_batch not in ("keep", "discard", "rollover"):
+            raise ValueError("FixedBucketSampler: last_batch must be one of 'keep', 'discard', or 'rollover', "
+                             f"but got {last_batch!r}")
         self._single_element = isinstance(lengths[0], numbers.Integral)
         arr = np.asarray(lengths, dtype=np.int64)
         if arr.ndim == 1:
@@ -177,6 +187,7 @@ class FixedBucketSampler(Sampler):
         self._ratio = ratio
         self._shuffle = shuffle
         self._use_average_length = use_average_length
+        self._last_batch = last_batch
 
         if bucket_keys is None:
             if num_buckets is None:
@@ -203,6 +214,7 @@ class FixedBucketSampler(Sampler):
                              for k, ids in zip(key_arr, sample_ids) if ids]
         self._bucket_sample_ids = [ids for ids in sample_ids if ids]
         key_arr = key_arr[[i for i, ids in enumerate(sample_ids) if ids]]
+        self._key_arr = key_arr
 
         if use_average_length:
             self._bucket_batch_sizes = []
@@ -213,50 +225,106 @@ class FixedBucketSampler(Sampler):
             scale = key_arr.sum(axis=1).astype(np.float64)
             top = scale.max()
             self._bucket_batch_sizes = [max(int(top / max(s, 1) * ratio * batch_size), batch_size) for s in scale]
-
-        self._batch_infos = []
-        for b, (ids, size) in enumerate(zip(self._bucket_sample_ids, self._bucket_batch_sizes)):
-            for start in range(0, len(ids), size):
-                self._batch_infos.append((b, start))
+        self._carry = [[] for _ in self._bucket_sample_ids]     # 'rollover': each bucket's leftover samples
 
     @property
     def bucket_keys(self):
+        """The upper bound of each non-empty bucket, ascending (ints, or tuples for tuple lengths)."""
         return list(self._bucket_keys)
 
     @property
     def bucket_batch_sizes(self):
         return list(self._bucket_batch_sizes)
 
-    def __iter__(self):
-        if self._shuffle:
-            order = list(range(len(self._batch_infos)))
-            np.random.shuffle(order)
-            bucket_ids = []
-            for ids in self._bucket_sample_ids:
-                ids = list(ids)
+    @property
+    def last_batch(self):
+        return self._last_batch
+
+    def _pass_plan(self):
+        """This pass's batches (lists of sample ids) in yield order, and each bucket's leftover for the next."""
+        batches, leftover = [], []
+        for b, (ids, size) in enumerate(zip(self._bucket_sample_ids, self._bucket_batch_sizes)):
+            ids = list(ids)
+            if self._shuffle:
                 np.random.shuffle(ids)
-                bucket_ids.append(ids)
-            infos = [self._batch_infos[i] for i in order]
-        else:
-            bucket_ids = self._bucket_sample_ids
-            infos = self._batch_infos
-        for b, start in infos:
-            yield list(bucket_ids[b][start:start + self._bucket_batch_sizes[b]])
+            ids = self._carry[b] + ids
+            full = len(ids) - len(ids) % size
+            batches.extend(ids[start:start + size] for start in range(0, full, size))
+            rest = ids[full:]
+            if rest and self._last_batch == "keep":
+                batches.append(rest)
+            leftover.append(rest if self._last_batch == "rollover" else [])
+        if self._shuffle:
+            order = np.random.permutation(len(batches))
+            batches = [batches[i] for i in order]
+        return batches, leftover
+
+    def __iter__(self):
+        batches, leftover = self._pass_plan()
+        self._carry = [[] for _ in self._bucket_sample_ids]
+        yield from batches
+        self._carry = leftover
 
     def __len__(self):
-        return len(self._batch_infos)
+        """Batches in the next pass (with 'rollover' it counts the samples carried over from the last one)."""
+        total = 0
+        for carry, ids, size in zip(self._carry, self._bucket_sample_ids, self._bucket_batch_sizes):
+            n = len(carry) + len(ids)
+            total += -(-n // size) if self._last_batch == "keep" else n // size
+        return total
+
+    def padding_fraction(self, pad_to="bucket"):
+        """The fraction of the time steps of the padded batches that are padding, over every sample.
+
+        pad_to='bucket': each batch padded to its bucket's key (``Pad(bucket_keys=...)``); 'longest': every
+        batch padded to the longest sample (what one static input shape costs without bucketing). For tuple
+        lengths the steps of all dimensions are counted."""
+        if pad_to == "bucket":
+            keys = np.concatenate([np.repeat(k[None, :], len(ids), axis=0)
+                                   for k, ids in zip(self._key_arr, self._bucket_sample_ids)])
+            used = np.concatenate([self._arr[ids] for ids in self._bucket_sample_ids])
+        elif pad_to == "longest":
+            used = self._arr
+            keys = np.repeat(self._arr.max(axis=0)[None, :], len(self._arr), axis=0)
+        else:
+            raise ValueError(f"padding_fraction: pad_to must be 'bucket' or 'longest', got {pad_to!r}")
+        total = int(keys.sum())
+        return float(total - int(used.sum())) / total if total else 0.0
 
     def stats(self):
-        """A text summary: bucket keys, how many samples each holds, and their batch sizes."""
+        """A text summary: bucket keys, how many samples each holds, their batch sizes, and the padding."""
         counts = [len(ids) for ids in self._bucket_sample_ids]
         return (f"FixedBucketSampler:\n"
-                f"  sample_num={len(self._lengths)}, batch_num={len(self._batch_infos)}\n"
+                f"  sample_num={len(self._lengths)}, batch_num={len(self)}, last_batch={self._last_batch!r}\n"
                 f"  key={self._bucket_keys}\n"
                 f"  cnt={counts}\n"
-                f"  batch_size={self._bucket_batch_sizes}")
+                f"  batch_size={self._bucket_batch_sizes}\n"
+                f"  padding={self.padding_fraction():.1%} of time steps padded to bucket keys "
+                f"(without bucketing, padded to the longest: {self.padding_fraction('longest'):.1%})")
 
     def __repr__(self):
         return self.stats()
+
+
+def padding_fraction(lengths, batches, bucket_keys=None):
+    """The fraction of padded time steps when `batches` (lists of sample ids) of samples of `lengths` are each
+    padded to their longest sample, or, given bucket_keys, to the smallest key that holds it (as
+    ``batchify.Pad(bucket_keys=...)`` does). Compare samplers with it:
+    ``padding_fraction(lengths, list(BatchSampler(RandomSampler(n), 32)))``."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    keys = None if bucket_keys is None else np.sort(np.asarray(bucket_keys, dtype=np.int64))
+    padded = used = 0
+    for batch in batches:
+        longest = int(lengths[list(batch)].max())
+        if keys is not None:
+            k = int(np.searchsorted(keys, longest))
+            if k == len(keys):
+                raise ValueError(f"padding_fraction: a batch's longest sample ({longest}) is longer than the "
+                                 f"largest bucket key {int(keys[-1])}")
+            longest = int(keys[k])
+        padded += longest * len(batch)
+        used += int(lengths[list(batch)].sum())
+    return float(padded - used) / padded if padded else 0.0
 
 
 BucketSampler = FixedBucketSampler
