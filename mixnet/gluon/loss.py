@@ -405,7 +405,7 @@ class SequenceSoftmaxCELoss(Loss):
         self._from_logits = from_logits
 
     def hybrid_forward(self, F, pred, label, valid_length, sample_weight=None):
-        seq = dict(sequence_length=valid_length, use_sequence_length=True, axis=self._time_axis)
+        seq = {"sequence_length": valid_length, "use_sequence_length": True, "axis": self._time_axis}
         pred = F.SequenceMask(pred, **seq)
         if not self._from_logits:
             pred = _log_softmax(F, pred, -1)

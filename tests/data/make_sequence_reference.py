@@ -10,8 +10,8 @@ MXNet 1.9.1 has no masked_softmax / masked_log_softmax ops (they came with 2.0),
 """
 import os
 
-import numpy as np
 import mxnet as mx
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -90,7 +90,7 @@ def test_multi_head_attention_matches_numpy_and_hybridized():
     out, w = net(nd.array(x), None, None, None, nd.array(length))
     wq, wk, wv, wo = (getattr(net, n).weight.data().asnumpy() for n in ("proj_query", "proj_key", "proj_value",
                                                                             "proj_out"))
-    heads = lambda a: a.reshape(2, 4, 2, 3).transpose(0, 2, 1, 3).reshape(4, 4, 3)    # noqa: E731
+    heads = lambda a: a.reshape(2, 4, 2, 3).transpose(0, 2, 1, 3).reshape(4, 4, 3)
     ctx, want_w = _attention_ref(heads(x @ wq.T), heads(x @ wk.T), heads(x @ wv.T), np.repeat(length, 2))
     want = ctx.reshape(2, 2, 4, 3).transpose(0, 2, 1, 3).reshape(2, 4, 6) @ wo.T
     want[1, 2:] = 0
@@ -99,7 +99,7 @@ def test_multi_head_attention_matches_numpy_and_hybridized():
     np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(w.asnumpy(), want_w, rtol=1e-4, atol=1e-5)
     net.hybridize()
-    out_h, w_h = net(nd.array(x), None, None, None, nd.array(length))
+    out_h, _ = net(nd.array(x), None, None, None, nd.array(length))
     np.testing.assert_allclose(out_h.asnumpy(), out.asnumpy(), rtol=1e-5, atol=1e-6)
 
 

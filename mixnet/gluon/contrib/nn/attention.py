@@ -7,10 +7,8 @@ SequenceMask (padded steps set to 0 by selection, not multiplication), so paddin
 no product, no output at a valid query position and no gradient; outputs and weights at query positions at or
 past `query_length` are 0. A length of None means the whole axis is valid.
 """
-import math
-
-from ...block import HybridBlock
 from ... import nn
+from ...block import HybridBlock
 
 __all__ = ["DotProductAttention", "MultiHeadAttention"]
 
@@ -70,8 +68,8 @@ class MultiHeadAttention(HybridBlock):
                              f"({num_heads})")
         self._units = units
         self._num_heads = num_heads
-        dense = dict(flatten=False, use_bias=use_bias, weight_initializer=weight_initializer,
-                     bias_initializer=bias_initializer)
+        dense = {"flatten": False, "use_bias": use_bias, "weight_initializer": weight_initializer,
+                 "bias_initializer": bias_initializer}
         with self.name_scope():
             self.proj_query = nn.Dense(units, prefix="query_", **dense)
             self.proj_key = nn.Dense(units, prefix="key_", **dense)
