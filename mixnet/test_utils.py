@@ -1200,3 +1200,7 @@ def verify_generator(generator, buckets, probs, nsamples=1000000, nrepeat=5, suc
 
 from ._test_data import download, get_cifar10, get_mnist, get_mnist_ubyte  # noqa: E402,F401  (local files first)
 from ._test_data import get_bz2_data  # noqa: E402,F401
+
+
+# padding invariance of a whole model (mixnet addition; docs/sequences.md)
+from ._padding_check import PaddingInvarianceError, check_padding_invariance  # noqa: E402,F401

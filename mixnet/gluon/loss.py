@@ -379,3 +379,43 @@ class SDMLLoss(Loss):
         log_probabilities = _log_softmax(F, -distances, axis=1)
         # KLDivLoss sums over the candidates (MXNet 1.9 no longer multiplies by the batch size, PR 18423)
         return self.kl_loss(log_probabilities, labels)
+
+
+class SequenceSoftmaxCELoss(Loss):
+    """Softmax cross-entropy at every time step, averaged over each sequence's valid steps (a mixnet addition).
+
+    Inputs: `pred` (B, T, C) for layout='NTC' or (T, B, C) for 'TNC'; `label` class indices shaped like pred without
+    its last axis (sparse_label=True) or a distribution shaped like pred; `valid_length` (B,); optional
+    `sample_weight`, broadcast against the per-step loss (B, T) / (T, B). Returns (B,):
+
+        loss_b = weight * sum_{t < valid_length_b} sample_weight_bt * CE_bt / max(valid_length_b, 1)
+
+    (0 for an empty sequence). Steps at or past a sequence's length are selected away before the softmax, so their
+    values (even NaN) change neither the loss nor any gradient, and their gradient is exactly 0. GluonNLP's
+    `MaskedSoftmaxCELoss` (`SoftmaxCEMaskedLoss`) differs: it zeroes padded steps' losses by a multiplication and
+    then divides by the padded length T, so its value changes with the amount of padding and NaN padding leaks.
+    """
+
+    def __init__(self, sparse_label=True, from_logits=False, weight=None, layout="NTC", **kwargs):
+        if layout not in ("NTC", "TNC"):
+            raise MXNetError(f"SequenceSoftmaxCELoss: layout must be 'NTC' or 'TNC', got {layout!r}")
+        super().__init__(weight, layout.index("N"), **kwargs)
+        self._time_axis = layout.index("T")
+        self._sparse_label = sparse_label
+        self._from_logits = from_logits
+
+    def hybrid_forward(self, F, pred, label, valid_length, sample_weight=None):
+        seq = {"sequence_length": valid_length, "use_sequence_length": True, "axis": self._time_axis}
+        pred = F.SequenceMask(pred, **seq)
+        if not self._from_logits:
+            pred = _log_softmax(F, pred, -1)
+        label = F.SequenceMask(label, **seq)
+        if self._sparse_label:
+            loss = -F.pick(pred, label, axis=-1)
+        else:
+            loss = -F.sum(pred * _reshape_like(F, label, pred), axis=-1)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return F.SequenceMean(loss, **seq)
+
+
+__all__ += ["SequenceSoftmaxCELoss"]

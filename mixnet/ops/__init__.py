@@ -18,3 +18,4 @@ from . import nn_norm_variants, histogram, softmax_ce  # noqa: F401
 __all__ = ["registry", "dispatch", "attrs"]
 from . import random_unique  # noqa: F401
 from . import random_pdf  # noqa: F401
+from . import sequence_reduce  # noqa: F401  (SequenceSum, SequenceMean: mixnet additions)
