@@ -8,13 +8,16 @@ Cases: lstm-train, lstm-infer, gru-train, gru-infer. *train* = forward + backwar
                  the background is in); 'mixnet:/path' runs another checkout the same way (before / after)
   torch          nn.LSTM / nn.GRU (a worker subprocess with an interpreter that imports torch: ~/.venvs/*)
   mxnet          gluon.rnn.LSTM / GRU hybridized on MXNet 1.9.1 (~/.venvs/mxref, worker subprocess)
+  foreach        the Keras-MXNet `unroll=False` path: a HybridBlock whose hybrid_forward runs
+                 F.contrib.foreach over a gluon.rnn.LSTMCell / GRUCell (begin states given as inputs), hybridized,
+                 on mixnet (a worker subprocess; 'foreach:/path' runs another checkout); 'mxnet-foreach' on MXNet
 Prints one JSON line per (case, framework): median / min ms, ratio vs torch (or numpy without torch), load average.
 Then, unless --no-first-call, a fresh process measures mixnet's first calls (import, build, first train step with
 its compiles, second step) with MIXNET_COMPILE_BACKGROUND=0 and with the default background compilation.
-Targets (issue 12): mixnet train and infer <= 1.2x torch.
+Targets (issue 12): mixnet train and infer <= 1.2x torch; foreach train and infer <= 2x torch.
 
     python3 benchmarks/lstm.py [--rounds 7] [--steps 5] [--threads 1] [--cases lstm-train,...]
-                               [--frameworks numpy,mixnet,torch,mxnet]
+                               [--frameworks numpy,mixnet,foreach,torch,mxnet,mxnet-foreach]
 """
 import argparse
 import json
@@ -148,6 +151,46 @@ def gluon_step(mx, case):
     return step, None
 
 
+def foreach_step(mx, case):
+    """A cell written with F.contrib.foreach, as Keras-MXNet's `unroll=False` writes it."""
+    mode, what = case.split("-")
+    cell_type = mx.gluon.rnn.LSTMCell if mode == "lstm" else mx.gluon.rnn.GRUCell
+
+    class ForeachRNN(mx.gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.cell = cell_type(H, input_size=I)
+
+        def hybrid_forward(self, F, x, *states):
+            outs, _ = F.contrib.foreach(lambda x_t, s: self.cell(x_t, s), x, list(states))
+            return outs
+
+    net = ForeachRNN()
+    net.initialize(mx.init.Xavier())
+    net.hybridize()
+    x = mx.nd.array(make_data())
+    states = [mx.nd.zeros((N, H)) for _ in range(2 if mode == "lstm" else 1)]
+    params = list(net.collect_params().values())
+
+    if what == "infer":
+        def step():
+            net(x, *states).wait_to_read()
+    else:
+        def step():
+            with mx.autograd.record():
+                out = net(x, *states)
+            out.backward()
+            for p in params:
+                p.grad().wait_to_read()
+    step()
+    step()
+    fastpath = sys.modules.get("mixnet.ops._fastpath")
+    if fastpath is not None:
+        fastpath.wait_compiled()
+    return step, None
+
+
 def torch_step(case):
     import torch
     torch.set_num_threads(THREADS)
@@ -172,13 +215,13 @@ def build(name, case):
         return numpy_step(case)
     if name == "torch":
         return torch_step(case)
-    if name.startswith("mixnet"):
+    if name.startswith(("mixnet", "foreach")):
         sys.path.insert(0, name.split(":", 1)[1] if ":" in name else os.path.dirname(HERE))
         import mixnet as mx
-        return gluon_step(mx, case)
-    if name == "mxnet":
+        return (foreach_step if name.startswith("foreach") else gluon_step)(mx, case)
+    if name in ("mxnet", "mxnet-foreach"):
         import mxnet as mx
-        return gluon_step(mx, case)
+        return (foreach_step if name == "mxnet-foreach" else gluon_step)(mx, case)
     raise ValueError(name)
 
 
@@ -230,7 +273,7 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cases", default=",".join(CASES))
-    parser.add_argument("--frameworks", default="numpy,mixnet,torch,mxnet")
+    parser.add_argument("--frameworks", default="numpy,mixnet,foreach,torch,mxnet")
     parser.add_argument("--no-first-call", action="store_true")
     parser.add_argument("--worker", default=None)
     parser.add_argument("--case", default=None)
@@ -250,12 +293,12 @@ def main():
                     skipped("lstm", f"{case} torch", "no interpreter imports torch (~/.venvs/torch)")
                     continue
                 runners.append(Worker(name, tpy, script, extra))
-            elif name == "mxnet":
+            elif name in ("mxnet", "mxnet-foreach"):
                 if not os.path.exists(MXNET_PYTHON):
                     skipped("lstm", f"{case} mxnet", f"{MXNET_PYTHON} not found")
                     continue
                 runners.append(Worker(name, MXNET_PYTHON, script, extra))
-            elif name.startswith("mixnet"):
+            elif name.startswith(("mixnet", "foreach")):
                 runners.append(Worker(name, sys.executable, script, extra))
             else:
                 step, sync = build(name, case)

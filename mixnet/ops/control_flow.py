@@ -92,7 +92,9 @@ def _check_counts(attrs, graph_outputs, what):
 
 # ---------------------------------------------------------------------------------------------------------
 # the steps, on NDArrays with mixnet ops (the kernel runs them paused, the gradient rule recording)
-def _foreach_steps(attrs, inputs):
+def _foreach_layout(attrs, inputs):
+    """Checks a foreach node's inputs; returns (body input names, order, n_data, n_states, length): body input
+    j is fed by node input order[j]."""
     body = attrs["body"]
     names = subgraph_inputs(body)
     _check_counts(attrs, len(body.list_outputs()), "the body")
@@ -103,14 +105,19 @@ def _foreach_steps(attrs, inputs):
     if n_states != attrs["num_outputs"] - attrs["num_out_data"]:
         raise ValueError(f"the body returns {attrs['num_outputs'] - attrs['num_out_data']} states for "
                          f"{n_states} state inputs")
-    data, states = inputs[:n_data], list(inputs[n_data:n_data + n_states])
-    lengths = sorted({x.shape[0] if x.ndim else 0 for x in data})
+    lengths = sorted({x.shape[0] if x.ndim else 0 for x in inputs[:n_data]})
     if len(lengths) != 1 or lengths[0] == 0:
         raise ValueError(f"the data must be non-empty with one common length on axis 0, got lengths {lengths}")
-    order = feeds("_foreach", attrs)[0][1]
+    return names, feeds("_foreach", attrs)[0][1], n_data, n_states, lengths[0]
+
+
+def _foreach_steps(attrs, inputs):
+    body = attrs["body"]
+    names, order, n_data, n_states, length = _foreach_layout(attrs, inputs)
+    data, states = inputs[:n_data], list(inputs[n_data:n_data + n_states])
     remain = list(inputs[n_data + n_states:])
     steps = []
-    for t in range(lengths[0]):
+    for t in range(length):
         step_inputs = [x[t] for x in data] + states + remain   # a 1-D array's step is (1,), as eagerly
         outs = _run(body, names, order, step_inputs)
         steps.append(outs[:attrs["num_out_data"]])
@@ -256,6 +263,126 @@ def _grad(steps):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# _foreach compiled: the body runs as a compiled plan per step (mixnet/symbol/loop.py), and the first-order
+# gradient is the hidden op `_foreach_bwd`, which runs the body's compiled backward once per step in reverse
+def _data_step(x, t):
+    return x[t] if x.ndim > 1 else x[t:t + 1]            # a 1-D array's step is (1,), as eagerly
+
+
+def _body_plan(xp, arrays, attrs, is_train):
+    from ..symbol.loop import body_plan
+    names, order, n_data, n_states, length = _foreach_layout(attrs, arrays)
+    shapes = {n: _step_shape(arrays[s].shape) if s < n_data else tuple(arrays[s].shape) for n, s in zip(names, order)}
+    dtypes = {n: arrays[s].dtype for n, s in zip(names, order)}
+    return body_plan(attrs["body"], names, shapes, dtypes, _device(xp, arrays), is_train), order, n_data, n_states, \
+        length
+
+
+def _foreach_compiled(xp, arrays, attrs, is_train, save):
+    """(outputs, reserve): the stacked per-step outputs and the final states, and with `save` the plan and each
+    step's saved values (what the body's compiled backward reads)."""
+    plan, order, n_data, n_states, length = _body_plan(xp, arrays, attrs, is_train)
+    n_out = attrs["num_out_data"]
+    outs = [xp.empty((length,) + tuple(s), dtype=d) for s, d in zip(plan.out_shapes[:n_out], plan.out_dtypes[:n_out])]
+    data, states = arrays[:n_data], list(arrays[n_data:n_data + n_states])
+    remain = list(arrays[n_data + n_states:])
+    if save:
+        training = plan.training
+        run, kept = training.forward.run, training.saved_inputs
+    else:
+        run = plan.inference.run
+    saved = []
+    n_all = n_out + n_states
+    for t in range(length):
+        step = [_data_step(x, t) for x in data] + states + remain
+        args = [step[s] for s in order]
+        res = run(args, is_train)
+        for k in range(n_out):
+            outs[k][t] = res[k]
+        states = list(res[n_out:n_all])
+        if save:
+            saved.append(list(res[n_all:]) + [args[i] for i in kept])
+    return outs + states, ((plan, saved) if save else None)
+
+
+_FOREACH_RESERVES = None
+
+
+def _reserves():
+    global _FOREACH_RESERVES
+    if _FOREACH_RESERVES is None:
+        from .rnn import _Reserves          # the RNN op's cache of forward activations, keyed by the output
+        _FOREACH_RESERVES = _Reserves()
+    return _FOREACH_RESERVES
+
+
+def _foreach_kernel(xp, *arrays, is_train=False, rng=None, **attrs):
+    if random_inside(attrs):                # the generic path records and replays the generator's draws
+        return _generic_foreach_kernel(xp, *arrays, is_train=is_train, rng=rng, **attrs)
+    datas, reserve = _foreach_compiled(xp, arrays, attrs, is_train, is_train or MODE.get().recording)
+    datas = [d.copy() if any(d is a for a in arrays) else d for d in datas]
+    if reserve is not None:
+        _reserves().put(datas[0], arrays, reserve)
+    return datas[0] if len(datas) == 1 else tuple(datas)
+
+
+def _k_foreach_bwd(xp, *arrays, is_train=False, **attrs):
+    """Gradients of every foreach input from (inputs..., output 0, head gradient of each output...)."""
+    n_in = len(attrs["in_data_locs"]) + len(attrs["in_state_locs"]) + len(attrs["remain_locs"])
+    inputs, heads = arrays[:n_in], arrays[n_in + 1:]
+    reserve = _reserves().get(arrays[n_in], inputs)
+    if reserve is None:                     # the forward did not save (or its inputs changed): run it again
+        _, reserve = _foreach_compiled(xp, inputs, attrs, is_train, True)
+    plan, saved = reserve
+    training = plan.training
+    _, order, n_data, n_states, length = _body_plan(xp, inputs, attrs, plan.is_train)
+    n_out = attrs["num_out_data"]
+    slots = [order[plan.names.index(n)] for n in training.wrt]
+    grads = [None] * n_in
+    for k in range(n_data):
+        grads[k] = xp.zeros_like(inputs[k])
+    d_states = list(heads[n_out:n_out + n_states])
+    for t in range(length - 1, -1, -1):
+        if training.backward is None:
+            break
+        step_heads = [h[t] for h in heads[:n_out]] + d_states
+        results = iter(training.backward.run([step_heads[i] for i in training.head_index] + saved[t], is_train))
+        d_states = [None] * n_states
+        for slot, present in zip(slots, training.grad_present):
+            if not present:
+                continue
+            g = next(results)
+            if slot < n_data:
+                grads[slot][t] = g.reshape(grads[slot][t].shape)
+            elif slot < n_data + n_states:
+                d_states[slot - n_data] = g
+            elif grads[slot] is None:
+                grads[slot] = g.copy()      # owned: later steps add into it
+            else:
+                grads[slot] += g
+        d_states = [xp.zeros_like(inputs[n_data + k]) if g is None else g for k, g in enumerate(d_states)]
+    for k in range(n_states):
+        grads[n_data + k] = d_states[k] if d_states[k] is not None else xp.zeros_like(inputs[n_data + k])
+    grads = [xp.zeros_like(x) if g is None else g.astype(x.dtype, copy=False) for x, g in zip(inputs, grads)]
+    grads = [g.copy() if any(g is a for a in arrays) else g for g in grads]
+    return grads[0] if len(grads) == 1 else tuple(grads)
+
+
+def _foreach_grad(c, *out_grads):
+    if random_inside(c.attrs) or MODE.get().recording:
+        # higher orders (create_graph) and random bodies: the steps re-run on the tape
+        return _generic_foreach_grad(c, *out_grads)
+    n = c.attrs["num_outputs"]
+    grads = call("_foreach_bwd", *c.inputs, c.outputs[0], *out_grads[:n], **c.attrs)
+    return tuple(grads) if isinstance(grads, (tuple, list)) else (grads,)
+
+
+def _infer_foreach_bwd(shapes, dtypes, **attrs):
+    n_in = len(attrs["in_data_locs"]) + len(attrs["in_state_locs"]) + len(attrs["remain_locs"])
+    return [tuple(s) for s in shapes[:n_in]], [np.dtype(d) for d in dtypes[:n_in]]
+
+
+# ---------------------------------------------------------------------------------------------------------
 # shape and dtype inference through the subgraphs
 def infer_subgraph(graph, shapes, dtypes, what):
     """Output (shapes, dtypes) of a subgraph given {input name: shape} and {input name: dtype} (memoized within one
@@ -337,25 +464,36 @@ _COMMON = {
 }
 
 
-def _register(name, kernel_steps, infer, attrs, doc):
+def _register(name, kernel, grad, infer, attrs, doc):
     # random=True: the kernel gets the device generator, whose state it records when a subgraph draws from it
     register(OpDef(
-        name=name, kernel=_kernel(kernel_steps), inputs=("data",), variadic=True, attrs=attrs,
-        grad=_grad(kernel_steps), infer=_with_state(infer), num_outputs=_n_outputs,
+        name=name, kernel=kernel, inputs=("data",), variadic=True, attrs=attrs,
+        grad=grad, infer=_with_state(infer), num_outputs=_n_outputs,
         num_visible=lambda a: a["num_outputs"], json_outputs=lambda a: a["num_outputs"], train_aware=True,
         random=True, hidden=True, doc=doc))
 
 
-_register("_foreach", _foreach_steps, _foreach_infer, {
+_generic_foreach_kernel, _generic_foreach_grad = _kernel(_foreach_steps), _grad(_foreach_steps)
+_FOREACH_ATTRS = {
     "body": Attr(parse_subgraph, REQUIRED, "the loop body"),
     **_COMMON,
     "num_out_data": Attr(parse_int, REQUIRED, "per-step outputs of the body (the rest are states)"),
     "in_state_locs": _locs("body inputs fed by the states"),
     "in_data_locs": _locs("body inputs fed by one step of the data"),
     "remain_locs": _locs("body inputs fed by the remaining inputs"),
-}, "Runs a subgraph over axis 0 of its data (contrib.foreach under hybridize or in mx.sym).")
+}
+_register("_foreach", _foreach_kernel, _foreach_grad, _foreach_infer, _FOREACH_ATTRS,
+          "Runs a subgraph over axis 0 of its data (contrib.foreach under hybridize or in mx.sym).")
 
-_register("_while_loop", _while_steps, lambda shapes, dtypes, **a: _while_infer(a, shapes, dtypes), {
+register(OpDef(
+    name="_foreach_bwd", kernel=_k_foreach_bwd, inputs=("data",), variadic=True, attrs=_FOREACH_ATTRS,
+    infer=_infer_foreach_bwd, num_outputs=lambda a: len(a["in_data_locs"]) + len(a["in_state_locs"])
+    + len(a["remain_locs"]), train_aware=True, differentiable=False, hidden=True,
+    doc="The first-order gradient of a foreach without random ops: the body's compiled backward run once per "
+        "step in reverse over what the forward saved (inputs: the foreach's inputs, its first output, the head "
+        "gradient of each output)."))
+
+_register("_while_loop", _kernel(_while_steps), _grad(_while_steps), lambda shapes, dtypes, **a: _while_infer(a, shapes, dtypes), {
     "cond": Attr(parse_subgraph, REQUIRED, "the loop condition"),
     "func": Attr(parse_subgraph, REQUIRED, "the loop body"),
     **_COMMON,
@@ -366,7 +504,7 @@ _register("_while_loop", _while_steps, lambda shapes, dtypes, **a: _while_infer(
     "func_var_locs": _locs("func inputs that are the loop variables"),
 }, "Runs a subgraph while a condition subgraph holds (contrib.while_loop under hybridize or in mx.sym).")
 
-_register("_cond", _cond_steps, _cond_infer, {
+_register("_cond", _kernel(_cond_steps), _grad(_cond_steps), _cond_infer, {
     "cond": Attr(parse_subgraph, REQUIRED, "the predicate"),
     "then_branch": Attr(parse_subgraph, REQUIRED, "run when the predicate is nonzero"),
     "else_branch": Attr(parse_subgraph, REQUIRED, "run otherwise"),

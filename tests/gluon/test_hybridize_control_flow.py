@@ -124,8 +124,8 @@ def _compare(make, signatures, node_op):
             got, want = _run(hybrid, args, train), _run(eager, args, train)
             for g, w in zip(got, want):
                 assert len(g) == len(w)
-                for a, b in zip(g, w):
-                    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+                for a, b in zip(g, w):       # float32 sums over the steps: rounding grows with the values
+                    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(b).max())))
     assert len(hybrid._cached_graphs) == 2 * len(signatures)        # one per signature and mode
     ops = [n.op.name for n in hybrid._last_graph.symbol._nodes() if n.op is not None]
     assert node_op in ops
@@ -220,8 +220,8 @@ def test_export_and_import_round_trip(tmp_path):
     block.export(str(tmp_path / "cell"))
     loaded = gluon.SymbolBlock.imports(str(tmp_path / "cell-symbol.json"), ["data0", "data1"],
                                        str(tmp_path / "cell-0000.params"))
-    for a, b in zip(loaded(x, h), want):
-        np.testing.assert_allclose(a.asnumpy(), b, rtol=1e-6)
+    for a, b in zip(loaded(x, h), want):     # the first call (traced) ran the body op by op, this one compiled
+        np.testing.assert_allclose(a.asnumpy(), b, rtol=1e-5, atol=1e-7)
     with open(tmp_path / "cell-symbol.json") as f:
         text = f.read()
     assert '"op": "_foreach"' in text and '"subgraphs"' in text and '"remain_locs": "[1]"' in text

@@ -180,6 +180,7 @@ def test_second_order_gradient(op, data):
 # Ops whose attribute is a compiled object or a subgraph Symbol, or that run a user's Python operator; tested
 # where they are made.
 PLAN_ONLY = {"_fused_elemwise": "tests/symbol/test_fuse.py", "_foreach": "tests/symbol/test_control_flow.py",
+             "_foreach_bwd": "tests/symbol/test_foreach_compiled.py",
              "_while_loop": "tests/symbol/test_control_flow.py", "_cond": "tests/symbol/test_control_flow.py",
              "Custom": "tests/test_operator.py", "_backward_Custom": "tests/test_operator.py"}
 

@@ -38,9 +38,9 @@ def test_foreach_through_the_generic_op_interface():
     raw = node.op.kernel(np, *[a.asnumpy() for a in ordered], **node.attrs)
     assert isinstance(raw, tuple) and all(isinstance(r, np.ndarray) for r in raw)
     (e_outs, e_sums), (e_last,) = nd.contrib.foreach(_rnn_body(nd, w), x, [h])
-    for got, r, want in zip(outs, raw, (e_outs, e_sums, e_last)):
-        np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-6)
-        np.testing.assert_allclose(r, want.asnumpy(), rtol=1e-6)
+    for got, r, want in zip(outs, raw, (e_outs, e_sums, e_last)):     # the op runs its body compiled (fused
+        np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-5)   # kernels round differently)
+        np.testing.assert_allclose(r, want.asnumpy(), rtol=1e-5)
     shapes, dtypes = node.op.infer([a.shape for a in ordered], [np.float32] * 3, **node.attrs)
     assert shapes == [(4, 2, 3), (4, 2), (2, 3)] and len(dtypes) == 3
     assert "body" not in node.raw and node.raw["remain_locs"] == "[1]"

@@ -1,0 +1,82 @@
+"""Compiled loop bodies: the plans `_foreach` runs each step with (mixnet/ops/control_flow.py).
+
+A foreach body is a Symbol. For one set of step input shapes and dtypes, one device and one training mode it is
+compiled once, with the machinery hybridized blocks use (gluon/cached_op.py): CSE, epilogue folding, elementwise
+chains fused into generated kernels, straight-line Python calling the registry kernels. Two plans, each made at
+its first use:
+
+* `inference`: the body's forward alone, with planned buffers for its intermediates (static_alloc; the step's
+  outputs are never planned, so they may be carried to the next step);
+* `training`: graph-mode autodiff of the body w.r.t. every floating-point input (data step, states and the
+  closed-over values), split into a forward that also returns the values its backward reads ("saved") and that
+  backward, reading the saved values and the gradients of the step's outputs. `_foreach` keeps each step's saved
+  values, and its backward runs the compiled backward once per step in reverse: no op-by-op tape recording.
+
+Plans are kept per body (weakly, by the body's first output node) and per signature, so every call of a
+hybridized block, and every executor run of an mx.sym graph, reuses them.
+"""
+import threading
+import weakref
+
+import numpy as np
+
+from .. import config
+
+__all__ = ["body_plan", "BodyPlan"]
+
+_PLANS = weakref.WeakKeyDictionary()      # body's first output node -> {signature: BodyPlan}
+_LOCK = threading.Lock()
+
+
+class BodyPlan:
+    """A body compiled for one signature. names: the body's inputs in the order `run` takes them."""
+
+    def __init__(self, body, names, shapes, dtypes, ctx, is_train):
+        from .autodiff import exact_types
+        self.body, self.names, self.ctx, self.is_train = body, list(names), ctx, is_train
+        self.shapes, self.dtypes = shapes, dtypes
+        eshape, edtype = exact_types(body, shapes, dtypes)
+        self.out_shapes = [eshape[(id(n), i)] for n, i in body._outputs]
+        self.out_dtypes = [edtype[(id(n), i)] for n, i in body._outputs]
+        self.wrt = [n for n in self.names if np.dtype(dtypes[n]).kind == "f"]
+        self._inference = self._training = None
+        self._lock = threading.Lock()
+
+    @property
+    def inference(self):
+        """InferencePlan of the body (outputs only)."""
+        if self._inference is None:
+            with self._lock:
+                if self._inference is None:
+                    from ..gluon.cached_op import InferencePlan
+                    self._inference = InferencePlan(self.body, self.names, self.shapes, self.dtypes, self.ctx,
+                                                    config.FUSE, static_alloc=True)
+        return self._inference
+
+    @property
+    def training(self):
+        """TrainingPlan of the body for every floating-point input; its `forward` returns outputs then saved
+        values, its `backward` takes the heads named by `head_index` then the saved values."""
+        if self._training is None:
+            with self._lock:
+                if self._training is None:
+                    from ..gluon.cached_op import TrainingPlan
+                    mask = [n in self.wrt for n in self.names]
+                    self._training = TrainingPlan(self.body, self.names, mask, self.shapes, self.dtypes, self.ctx,
+                                                  self.is_train, config.FUSE)
+        return self._training
+
+
+def body_plan(body, names, shapes, dtypes, ctx, is_train):
+    """The BodyPlan of `body` for {input name: shape} / {input name: dtype}, `ctx` and `is_train`."""
+    key = (tuple(tuple(shapes[n]) for n in names), tuple(np.dtype(dtypes[n]).str for n in names),
+           ctx.device_type, ctx.device_id, bool(is_train))
+    head = body._outputs[0][0]
+    with _LOCK:
+        plans = _PLANS.get(head)
+        if plans is None:
+            plans = _PLANS[head] = {}
+        plan = plans.get(key)
+        if plan is None:
+            plan = plans[key] = BodyPlan(body, names, shapes, dtypes, ctx, is_train)
+    return plan
