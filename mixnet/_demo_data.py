@@ -57,17 +57,3 @@ def decode_answers(classes):
         except ValueError:
             answers.append(None)
     return answers
-
-
-def padding_waste(lengths, batches):
-    """The fraction of computed time steps that are padding when each batch (a list of sample indices) is
-    padded to its longest sample."""
-    lengths = np.asarray(lengths)
-    computed = sum(len(b) * lengths[b].max() for b in batches)
-    return 1.0 - lengths[np.concatenate(batches)].sum() / computed
-
-
-def unbucketed_batches(count, batch_size, seed):
-    """The batches a plain shuffled sampler would make: random samples, fixed batch size."""
-    order = np.random.default_rng(seed).permutation(count)
-    return [order[i:i + batch_size] for i in range(0, count, batch_size)]
