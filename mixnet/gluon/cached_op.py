@@ -66,7 +66,7 @@ from ..symbol.compile import CompiledGraph
 from ..symbol.epilogue import epilogue
 from ..symbol.executor import creation_shapes, run_graph
 from ..symbol.fuse import fuse
-from ..symbol.graph import Node, topo_order
+from ..symbol.graph import Node, rewrite, topo_order
 from ..symbol.symbol import Symbol
 
 GRAPH_PASSES = ("cse",)
@@ -344,32 +344,23 @@ def _rebuild(grads, forward_ids, mirrored):
     """The backward Symbol over new nodes. Forward entries it reads become variables `_saved{k}`, except those of
     `mirrored` nodes, which are cloned into it (reading their own inputs the same way). Returns (symbol or None,
     [whether each gradient exists], [saved forward entries, k-th is `_saved{k}`])."""
-    memo, saved_vars, saved = {}, {}, []
+    stands_for = {}                          # id(variable) -> the forward entry it stands for
 
-    def entry(src, index):
-        if id(src) in forward_ids and id(src) not in mirrored:
-            key = (id(src), index)
-            if key not in saved_vars:
-                saved_vars[key] = Node(None, f"_saved{len(saved)}")
-                saved.append((src, index))
-            return saved_vars[key], 0
-        return clone(src), index
+    def cut(node, inputs):
+        if id(node) not in forward_ids or id(node) in mirrored:
+            return None                      # backward nodes, mirrored forward nodes; head gradient variables
+        variables = [Node(None, "_saved") for _ in range(node.num_outputs())]
+        for k, var in enumerate(variables):
+            stands_for[id(var)] = (node, k)
+            var.types = None if node.types is None else (node.types[k],)
+        return [(var, 0) for var in variables]
 
-    def clone(node):
-        if node.op is None:
-            return node                       # head gradient variables
-        new = memo.get(id(node))
-        if new is None:
-            new = memo[id(node)] = Node(node.op, node.name, node.attrs, node.raw,
-                                        [entry(s, i) for s, i in node.inputs], node.location)
-        return new
-
-    for g in grads:
-        if g is not None:                      # clone iteratively in topological order (deep graphs)
-            for node in topo_order([g]):
-                if node.op is not None and id(node) not in forward_ids:
-                    clone(node)               # mirrored forward nodes are cloned on demand, from entry()
-    outputs = [entry(*g) for g in grads if g is not None]
+    outputs = rewrite([g for g in grads if g is not None], cut)
+    saved = []
+    for node in topo_order(outputs):         # the variables the backward reads, numbered in schedule order
+        if id(node) in stands_for:
+            node.name = f"_saved{len(saved)}"
+            saved.append(stands_for[id(node)])
     return (Symbol(outputs) if outputs else None), [g is not None for g in grads], saved
 
 

@@ -169,6 +169,10 @@ def exact_types(symbol, shapes, dtypes):
     pending = None
     nodes = topo_order(symbol._outputs)
     for node in nodes:
+        if node.types is not None:           # a compiler graph's node carries its types (symbol/typed.py)
+            for k, (shape, dtype) in enumerate(node.types):
+                eshape[(id(node), k)], edtype[(id(node), k)] = shape, dtype
+            continue
         if node.op is None:
             eshape[(id(node), 0)], edtype[(id(node), 0)] = tuple(shapes[node.name]), np.dtype(dtypes[node.name])
             continue
