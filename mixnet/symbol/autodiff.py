@@ -80,6 +80,7 @@ class _GraphTracer:
         self.count += 1
         node = Node(op, f"{self.source.name}_backward{self.count}", attrs, raw_from_attrs(op, attrs),
                     [x._entry for x in inputs], self.source.location)
+        node.types = tuple((tuple(s), np.dtype(d)) for s, d in zip(out_shapes, out_dtypes))   # graph.py: typed
         needed = any(x._node is not None for x in inputs)
         outs = tuple(_traced((node, i), s, d, self.ctx, needed) for i, (s, d) in enumerate(zip(out_shapes,
                                                                                              out_dtypes)))

@@ -143,7 +143,9 @@ def fuse(symbol, shapes=None, dtypes=None, device="cpu", min_size=None, compile_
     candidates = _groups(nodes, fusible, eshape)
     if not any(fusible.values()):
         return symbol, 0
-    from ..codegen.backend import compile_for           # the backend loads only when there is work
+    from ..codegen.backend import (
+        compile_for,  # the backend loads only when there is work
+    )
     from ..codegen.ir import group_from_nodes
     consumers = {}
     for node in nodes:

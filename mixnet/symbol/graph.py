@@ -18,12 +18,22 @@ from .._source import user_frame
 from ..base import MXNetError
 from ..ops.attrs import REQUIRED, format_attr, parse_subgraph
 
-__all__ = ["Node", "topo_order", "rewrite", "graph_types", "mx_str", "raw_from_attrs", "subgraphs"]
+__all__ = ["Node", "graph_types", "mx_str", "raw_from_attrs", "rewrite", "subgraphs", "topo_order"]
 
 
 class Node:
-    __slots__ = ("op", "name", "attrs", "raw", "inputs", "location", "json_outputs", "json_versions", "types",
-                 "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "attrs",
+        "inputs",
+        "json_outputs",
+        "json_versions",
+        "location",
+        "name",
+        "op",
+        "raw",
+        "types",
+    )
 
     def __init__(self, op, name, attrs=None, raw=None, inputs=(), location=None):
         self.op = op

@@ -9,7 +9,7 @@ from .autodiff import exact_types
 from .graph import graph_types, rewrite, topo_order
 from .symbol import Symbol
 
-__all__ = ["typed", "is_typed", "graph_types"]
+__all__ = ["graph_types", "is_typed", "typed"]
 
 
 def is_typed(symbol):
