@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from .. import autograd, config
+from .. import autograd, compiler, config
 from ..base import MXNetError
 from ..context import current_context
 from ..ndarray.ndarray import NDArray, _wrap
@@ -136,7 +136,7 @@ class CachedGraph:
 
     def _prepare(self, symbol, input_names, params, flat, constants, flags):
         self.symbol = symbol                                                   # as traced (what export writes)
-        self.plan = passes.run(symbol, cached_op.GRAPH_PASSES)                 # what check mode interprets
+        self.plan = passes.cse(symbol)              # what check mode interprets and the compiler starts from
         self.input_names = input_names
         self.ctx = flat[0].context if flat else current_context()
         self.constants = {n: c.as_in_context(self.ctx) for n, c in constants.items()}
@@ -153,6 +153,7 @@ class CachedGraph:
         self.static_alloc = bool(flags.get("static_alloc", False))
         self.mirror = bool(flags.get("mirror", config.MIRROR))
         self.inline_limit = flags.get("inline_limit", 2)   # autograd.get_symbol inlines graphs this small
+        self._graph = None
         self._inference = None
         self._training = {}
         self._building = threading.Lock()      # threads making a plan's first call at once build it once
@@ -160,14 +161,22 @@ class CachedGraph:
         self.trace_seconds = 0.0               # set by _trace
         self.build_seconds = 0.0               # making its plans (fusing in the background not included)
 
+    def _typed(self):
+        """The graph every plan of this signature starts from: `plan`, typed once (compiler.typed_graph)."""
+        if self._graph is None:
+            self._graph = compiler.typed_graph(self.plan, self.names, self.shapes, self.dtypes, done=("cse",))
+        return self._graph
+
+    def _options(self):
+        return compiler.Options(device=self.ctx.device_type, fusion=self.fusion, static_alloc=self.static_alloc)
+
     @property
     def inference(self):
         if self._inference is None:
             with self._building:
                 if self._inference is None:
                     start = time.perf_counter()
-                    self._inference = cached_op.InferencePlan(self.plan, self.names, self.shapes, self.dtypes,
-                                                              self.ctx, self.fusion, self.static_alloc)
+                    self._inference = cached_op.InferencePlan(self._typed(), self.ctx, self._options())
                     self.build_seconds += time.perf_counter() - start
         return self._inference
 
@@ -179,8 +188,7 @@ class CachedGraph:
                 if plan is None:
                     start = time.perf_counter()
                     plan = self._training[mask] = cached_op.TrainingPlan(
-                        self.plan, self.names, mask, self.shapes, self.dtypes, self.ctx, self.is_train,
-                        self.fusion, self.static_alloc, self.mirror)
+                        self._typed(), mask, self.ctx, self.is_train, self._options(), self.mirror)
                     self.build_seconds += time.perf_counter() - start
         return plan
 

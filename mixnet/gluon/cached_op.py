@@ -2,8 +2,9 @@
 
 For one input signature (cached_graph.CachedGraph) there are two kinds of plan:
 
-* `InferencePlan` (autograd not recording, or nothing to differentiate): the CSE'd, fused forward graph compiled
-  to straight-line Python (mixnet/symbol/compile.py). Fused kernels missing from the on-disk cache compile in a
+* `InferencePlan` (autograd not recording, or nothing to differentiate): the forward graph through the compiler's
+  pass pipeline (mixnet/compiler: cse -> epilogue -> drop_identity_reshapes -> fuse -> memory), compiled to
+  straight-line Python (mixnet/symbol/compile.py). Fused kernels missing from the on-disk cache compile in a
   child process while the first calls run the unfused graph (config.COMPILE_BACKGROUND), then swap in.
 * `TrainingPlan`, one per *gradient mask* (which graph inputs are being differentiated: a data input without
   attach_grad gets no gradient computed, a frozen parameter neither). Graph-mode autodiff
@@ -51,60 +52,43 @@ write it queue behind them on cupy's default stream, which every thread shares u
 streams of their own (cupy's per-thread default stream), which this does not support.
 """
 import copy
+import dataclasses
 import threading
 import warnings
 
 import numpy as np
 
-from .. import autograd, config
+from .. import autograd, compiler, config
 from .. import random as mx_random
 from ..ndarray.ndarray import _wrap
 from ..ops.common import call
 from ..ops.registry import OpDef
-from ..symbol import autodiff, memory, passes
-from ..symbol.compile import CompiledGraph
-from ..symbol.epilogue import epilogue
-from ..symbol.executor import creation_shapes, run_graph
-from ..symbol.fuse import fuse
-from ..symbol.graph import Node, topo_order
+from ..symbol import autodiff
+from ..symbol.executor import run_graph
+from ..symbol.graph import Node, rewrite, topo_order
 from ..symbol.symbol import Symbol
 
-GRAPH_PASSES = ("cse",)
-_ONE_COMPILER = threading.Lock()
 IDLE_BUFFER_SETS = 8        # planned buffer sets a plan keeps for later calls (more only while more calls run)
 
 
-def _fused_count(symbol):
-    return sum(1 for n in symbol._nodes() if n.op is not None and n.op.name == "_fused_elemwise")
-
-
 class _Compiled:
-    """One compiled version of a plan's graph (swapped in whole, so a call never sees half of one).
+    """One CompiledPlan of a plan's graph (swapped in whole, so a call never sees half of one) and its pool.
 
     With static_alloc, a call takes a buffer set of its own (see "Threads" in the module docstring): `_idle` holds
     the compiled graphs, each writing into its own planned buffers, that no call is running."""
-    __slots__ = ("symbol", "types", "slots", "graph", "fused_groups", "_ctx", "_slot_of", "_idle")
+    __slots__ = ("_idle", "plan")
 
-    def __init__(self, symbol, names, shapes, dtypes, ctx, static_alloc, destinations):
-        self.symbol = symbol
-        self._ctx = ctx
-        self.fused_groups = _fused_count(symbol)
-        self.types = autodiff.exact_types(symbol, shapes, dtypes)
-        self._slot_of, self.slots = _plan_buffers(symbol, *self.types) if static_alloc else ({}, None)
-        self.graph = CompiledGraph(symbol, names, ctx, creation_shapes(symbol, shapes, dtypes),
-                                   self._new_buffers(), destinations, self.types)
-        self._idle = [self.graph]
-
-    def _new_buffers(self):
-        return _allocate(self._slot_of, self.slots or [], *self.types, self._ctx)
+    def __init__(self, plan):
+        self.plan = plan
+        self._idle = [plan.code]
 
     def run(self, arrays, is_train, dests):
-        if not self._slot_of:                # nothing planned: calls share no buffer
-            return self.graph(arrays, is_train, dests)
+        if not self.plan.slots:              # nothing planned: calls share no buffer
+            return self.plan.code(arrays, is_train, dests)
         try:
             graph = self._idle.pop()         # atomic: two threads never take the same set
         except IndexError:                   # every set is in use by calls running in other threads
-            graph = self.graph.with_buffers(self._new_buffers())
+            graph = self.plan.code.with_buffers(self.plan.new_buffers())
         try:
             return graph(arrays, is_train, dests)
         finally:
@@ -113,53 +97,36 @@ class _Compiled:
 
 
 class InferencePlan:
-    """One graph, CSE'd, fused and compiled. With static_alloc, outputs of ops that can write into given buffers
-    and that stay inside the call get planned buffers (symbol/memory.py), allocated once and reused.
+    """One typed graph (compiler.Graph) through the compiler's pipeline and compiled. With static_alloc, outputs of
+    ops that can write into given buffers and that stay inside the call get planned buffers (symbol/memory.py),
+    allocated once and reused.
 
     Fused kernels take Numba seconds to compile the first time, so by default (config.COMPILE_BACKGROUND) the plan
-    starts with the unfused compiled graph and a background thread fuses and compiles; calls switch to the fused
-    version when it is ready (`wait_fused()` blocks until then). destinations: `run` may be given buffers to write
-    outputs into (a backward writing gradients into their buffers; CompiledGraph)."""
+    starts with the unfused compiled graph and a background thread runs the rest of the pipeline (fuse ->
+    memory) and compiles; calls switch to the fused version when it is ready (`wait_fused()` blocks until then).
+    destinations: `run` may be given buffers to write outputs into (a backward writing gradients into their
+    buffers; CompiledGraph)."""
 
-    def __init__(self, symbol, names, shapes, dtypes, ctx, fusion, static_alloc=False, destinations=False):
-        base = passes.run(symbol, GRAPH_PASSES)
-        if config.EPILOGUE:
-            base = epilogue(base, shapes, dtypes)
-        base = passes.drop_identity_reshapes(base, *autodiff.exact_types(base, shapes, dtypes))
-        self._device = ctx.device_type
-        self._build = lambda sym: _Compiled(sym, names, shapes, dtypes, ctx, static_alloc, destinations)
-        self._current = self._build(base)
+    def __init__(self, graph, ctx, options, destinations=False):
+        base, plan = compiler.compile_plan(graph, dataclasses.replace(options, fusion=False), ctx, destinations)
+        self._current = _Compiled(plan)
         self._fusing = None
-        if fusion:
+        if options.fusion:
             from ..codegen import cache
             cache.usable_dir()             # checked here, so that a warning about it points at the user's call
             if config.COMPILE_BACKGROUND:
-                self._fusing = threading.Thread(target=self._fuse, args=(base, shapes, dtypes, True),
+                self._fusing = threading.Thread(target=self._fuse, args=(base, options, ctx, destinations, True),
                                                 daemon=True, name="mixnet-fusion")
                 self._fusing.start()
             else:
-                self._fuse(base, shapes, dtypes, False)
+                self._fuse(base, options, ctx, destinations, False)
 
-    def _fuse(self, base, shapes, dtypes, elsewhere):
-        """Fuses and compiles, then swaps the fused graph in. elsewhere: compile the kernels that are not in the
-        on-disk cache yet in a child process (codegen/precompile.py), then only load them here."""
+    def _fuse(self, base, options, ctx, destinations, elsewhere):
+        """Fuses and compiles, then swaps the fused plan in (compiler.fused_plan)."""
         try:
-            device = self._device
-            fused, groups = fuse(base, shapes, dtypes, device=device, compile_now=not elsewhere)
-            if not groups:
-                return
-            if elsewhere and device == "cpu":          # CUDA kernels compile at their first launch instead
-                from ..codegen import precompile
-                eshape, _ = autodiff.exact_types(fused, shapes, dtypes)
-                jobs = [(n.attrs["kernel"], n.attrs["kernel"].variant_for(int(np.prod(eshape[(id(n), 0)]))))
-                        for n in fused._nodes() if n.op is not None and n.op.name == "_fused_elemwise"]
-                with _ONE_COMPILER:                    # one compiling child at a time: the machine has few cores
-                    pending = [job for job in jobs if not precompile.is_cached(job[0])]
-                    if pending:
-                        precompile.compile_elsewhere(pending)
-                for kernel, variant in jobs:
-                    kernel.ensure_compiled(variant)
-            self._current = self._build(fused)
+            plan = compiler.fused_plan(base, options, ctx, destinations, elsewhere)
+            if plan is not None:
+                self._current = _Compiled(plan)
         except Exception as err:       # the unfused graph gives the same results: keep it, say why
             if threading.current_thread() is threading.main_thread():
                 raise
@@ -172,20 +139,20 @@ class InferencePlan:
 
     @property
     def symbol(self):
-        return self._current.symbol
+        return self._current.plan.graph
 
     @property
     def compiled(self):
-        return self._current.graph
+        return self._current.plan.code
 
     @property
     def fused_groups(self):
-        return self._current.fused_groups
+        return self._current.plan.fused_groups
 
     @property
     def planned_bytes(self):
         """Bytes of one set of static_alloc buffers (None without static_alloc)."""
-        slots = self._current.slots
+        slots = self._current.plan.slots
         return None if slots is None else int(sum(slots))
 
     def run(self, arrays, is_train, dests=None):
@@ -194,43 +161,26 @@ class InferencePlan:
     def memory_report(self):
         """Bytes: 'naive' (every intermediate kept), 'peak' (most live at once in the compiled schedule),
         'outputs' (returned), 'planned' (static buffers, None without static_alloc)."""
-        current = self._current
-        return memory.report(current.symbol, *current.types, current.slots)
-
-
-def _plan_buffers(symbol, eshape, edtype):
-    """({entry: slot}, [slot sizes in bytes]) for the values that may take planned buffers (memory.py)."""
-    heads = {(id(n), i) for n, i in symbol._outputs}
-    eligible = [(id(n), i) for n in symbol._nodes() if n.op is not None and n.op.writes_out
-                for i in range(n.num_outputs()) if (id(n), i) not in heads]
-    return memory.assign_buffers(symbol, eshape, edtype, eligible)
-
-
-def _allocate(slot_of, slots, eshape, edtype, ctx):
-    """One buffer set: a flat byte arena per slot, and {entry: a view of its slot's arena}."""
-    arenas = [ctx.xp.empty(size, dtype=np.uint8) for size in slots]
-    views = {}
-    for key, slot in slot_of.items():
-        dtype, shape = np.dtype(edtype[key]), eshape[key]
-        count = int(np.prod(shape, dtype=np.int64))
-        views[key] = arenas[slot][:count * dtype.itemsize].view(dtype).reshape(shape)
-    return views
+        return self._current.plan.memory_report()
 
 
 class TrainingPlan:
-    """Forward and backward of one graph for one gradient mask, compiled."""
+    """Forward and backward of one typed graph (compiler.Graph) for one gradient mask, compiled."""
 
-    def __init__(self, symbol, names, mask, shapes, dtypes, ctx, is_train, fusion, static_alloc=False,
-                 mirror=False):
-        self.plan = symbol
+    def __init__(self, graph, mask, ctx, is_train, options, mirror=False):
+        symbol, names = graph.symbol, list(graph.names)
+        self.plan = symbol                     # what a create_graph backward replays, and get_symbol inlines
         self.names = names
         self.wrt = [n for n, m in zip(names, mask) if m]
         self.wrt_set = set(self.wrt)
         self.ctx = ctx
         self.n_out = len(symbol._outputs)
-        grads, head_vars = autodiff.gradient(symbol, self.wrt, shapes, dtypes, is_train, ctx)
+        grads, head_vars = autodiff.gradient(symbol, self.wrt, {}, {}, is_train, ctx)   # the nodes carry types
         forward_ids = {id(n) for n in topo_order(symbol._outputs)}
         mirrored = {id(n) for n in topo_order(symbol._outputs) if _recomputable(n)} if mirror else set()
+        for k, var in head_vars.items():       # each head's gradient has its output's type
+            node, index = symbol._outputs[k]
+            var.types = (node.types[index],)
         # the backward graph reads forward values through variables `_saved{k}`: kept from the forward call
         # ("saved"), or, for mirrored nodes, recomputed in the backward from what is saved
         backward, present, saved = _rebuild(grads, forward_ids, mirrored)
@@ -238,17 +188,17 @@ class TrainingPlan:
         saved_ops = [e for e in saved if e[0].op is not None]
         self.saved_inputs = [names.index(e[0].name) for e in saved if e[0].op is None]
         order = saved_ops + [e for e in saved if e[0].op is None]
-        forward = Symbol(list(symbol._outputs) + saved_ops)
-        self.forward = InferencePlan(forward, names, shapes, dtypes, ctx, fusion, static_alloc)
+        forward = dataclasses.replace(graph, symbol=Symbol(list(symbol._outputs) + saved_ops))
+        self.forward = InferencePlan(forward, ctx, options)
         variables = {n.name: n for n in (backward._nodes() if backward is not None else ()) if n.op is None}
         self.head_index = sorted(k for k, var in head_vars.items() if variables.get(var.name) is var)
         heads = [head_vars[k].name for k in self.head_index]
         saved_names = [f"_saved{saved.index(e)}" for e in order]
-        bshapes, bdtypes = _backward_types(symbol, saved, heads, shapes, dtypes)
-        self.backward = (InferencePlan(backward, heads + saved_names, bshapes, bdtypes, ctx, fusion, static_alloc,
-                                       destinations=True) if backward is not None else None)
-        eshape, edtype = autodiff.exact_types(symbol, shapes, dtypes)
-        self.saved_bytes = sum(int(np.prod(eshape[(id(n), i)], dtype=np.int64)) * edtype[(id(n), i)].itemsize
+        self.backward = None
+        if backward is not None:               # its new nodes are typed here, the rest carry their types
+            backward_graph = compiler.typed_graph(backward, heads + saved_names, {}, {})
+            self.backward = InferencePlan(backward_graph, ctx, options, destinations=True)
+        self.saved_bytes = sum(int(np.prod(n.types[i][0], dtype=np.int64)) * n.types[i][1].itemsize
                                for n, i in saved_ops)
         self.random = self.forward.compiled.random
         self.mutated = [names[k] for k in self.forward.compiled.mutated]
@@ -344,41 +294,21 @@ def _rebuild(grads, forward_ids, mirrored):
     """The backward Symbol over new nodes. Forward entries it reads become variables `_saved{k}`, except those of
     `mirrored` nodes, which are cloned into it (reading their own inputs the same way). Returns (symbol or None,
     [whether each gradient exists], [saved forward entries, k-th is `_saved{k}`])."""
-    memo, saved_vars, saved = {}, {}, []
+    stands_for = {}                          # id(variable) -> the forward entry it stands for
 
-    def entry(src, index):
-        if id(src) in forward_ids and id(src) not in mirrored:
-            key = (id(src), index)
-            if key not in saved_vars:
-                saved_vars[key] = Node(None, f"_saved{len(saved)}")
-                saved.append((src, index))
-            return saved_vars[key], 0
-        return clone(src), index
+    def cut(node, inputs):
+        if id(node) not in forward_ids or id(node) in mirrored:
+            return None                      # backward nodes, mirrored forward nodes; head gradient variables
+        variables = [Node(None, "_saved") for _ in range(node.num_outputs())]
+        for k, var in enumerate(variables):
+            stands_for[id(var)] = (node, k)
+            var.types = None if node.types is None else (node.types[k],)
+        return [(var, 0) for var in variables]
 
-    def clone(node):
-        if node.op is None:
-            return node                       # head gradient variables
-        new = memo.get(id(node))
-        if new is None:
-            new = memo[id(node)] = Node(node.op, node.name, node.attrs, node.raw,
-                                        [entry(s, i) for s, i in node.inputs], node.location)
-        return new
-
-    for g in grads:
-        if g is not None:                      # clone iteratively in topological order (deep graphs)
-            for node in topo_order([g]):
-                if node.op is not None and id(node) not in forward_ids:
-                    clone(node)               # mirrored forward nodes are cloned on demand, from entry()
-    outputs = [entry(*g) for g in grads if g is not None]
+    outputs = rewrite([g for g in grads if g is not None], cut)
+    saved = []
+    for node in topo_order(outputs):         # the variables the backward reads, numbered in schedule order
+        if id(node) in stands_for:
+            node.name = f"_saved{len(saved)}"
+            saved.append(stands_for[id(node)])
     return (Symbol(outputs) if outputs else None), [g is not None for g in grads], saved
-
-
-def _backward_types(symbol, saved, heads, shapes, dtypes):
-    eshape, edtype = autodiff.exact_types(symbol, shapes, dtypes)
-    bshapes, bdtypes = {}, {}
-    for name in heads:
-        node, index = symbol._outputs[int(name[len(autodiff.head_grad_name(0)) - 1:])]
-        bshapes[name], bdtypes[name] = eshape[(id(node), index)], edtype[(id(node), index)]
-    for k, (node, index) in enumerate(saved):
-        bshapes[f"_saved{k}"], bdtypes[f"_saved{k}"] = eshape[(id(node), index)], edtype[(id(node), index)]
-    return bshapes, bdtypes

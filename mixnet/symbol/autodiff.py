@@ -80,6 +80,7 @@ class _GraphTracer:
         self.count += 1
         node = Node(op, f"{self.source.name}_backward{self.count}", attrs, raw_from_attrs(op, attrs),
                     [x._entry for x in inputs], self.source.location)
+        node.types = tuple((tuple(s), np.dtype(d)) for s, d in zip(out_shapes, out_dtypes))   # graph.py: typed
         needed = any(x._node is not None for x in inputs)
         outs = tuple(_traced((node, i), s, d, self.ctx, needed) for i, (s, d) in enumerate(zip(out_shapes,
                                                                                              out_dtypes)))
@@ -169,6 +170,10 @@ def exact_types(symbol, shapes, dtypes):
     pending = None
     nodes = topo_order(symbol._outputs)
     for node in nodes:
+        if node.types is not None:           # a compiler graph's node carries its types (symbol/typed.py)
+            for k, (shape, dtype) in enumerate(node.types):
+                eshape[(id(node), k)], edtype[(id(node), k)] = shape, dtype
+            continue
         if node.op is None:
             eshape[(id(node), 0)], edtype[(id(node), 0)] = tuple(shapes[node.name]), np.dtype(dtypes[node.name])
             continue

@@ -14,8 +14,9 @@ Activations: Activation(act_type relu/sigmoid/tanh/softrelu) and the relu/sigmoi
 CSE and before elementwise fusion in every hybridized plan (gluon/cached_op.py), unless MIXNET_EPILOGUE=0.
 """
 from ..ops import registry
-from .graph import Node, topo_order
-from .infer import infer_graph
+from .autodiff import exact_types
+from .graph import Node, graph_types, rewrite, topo_order
+from .symbol import Symbol
 
 __all__ = ["epilogue"]
 
@@ -62,15 +63,17 @@ def _act_backward(p):
     return None
 
 
-def epilogue(symbol, shapes, dtypes):
+def epilogue(symbol, shapes=None, dtypes=None):
     """Returns a new Symbol with the forward and backward epilogues fused (the input symbol is unchanged).
-    shapes/dtypes: {input name: shape/dtype}, to check that a reduction sums exactly the leading axes."""
-    from .symbol import Symbol
+    shapes/dtypes: {input name: shape/dtype} of an untyped graph, to check that a reduction sums exactly the
+    leading axes (a typed graph's nodes carry their types)."""
     nodes = topo_order(symbol._outputs)
     if not any(_is(n, "_sum_to") for n in nodes):         # only the backward match needs shapes
         eshape, edtype = {}, {}
+    elif shapes is None:
+        eshape, edtype = graph_types(symbol._outputs)
     else:
-        eshape, edtype = infer_graph(nodes, shapes, dtypes, False)
+        eshape, edtype = exact_types(symbol, shapes, dtypes)
     readers = {}
     for node in nodes:
         for src, index in node.inputs:
@@ -93,33 +96,28 @@ def epilogue(symbol, shapes, dtypes):
             match = _bias_sum(node, eshape, edtype, only_read_by)
             if match is not None and id(match[0]) not in backward:
                 backward[id(match[0])] = (node,) + match[1:]
-                sums[id(node)] = match[0]
 
-    built, redirect = {}, {}
-
-    def entry(src, index):
-        return redirect.get((id(src), index)) or (built[id(src)], index)
-
-    for node in nodes:
-        if node.op is None:
-            built[id(node)] = node
-        elif id(node) in forward:
-            fc, act = forward[id(node)]
+    def fold(node, inputs):
+        if id(node) in forward:
+            (fc, _), act = inputs[0], forward[id(node)][1]
             attrs = {k: fc.attrs[k] for k in ("num_hidden", "no_bias", "flatten")}
-            built[id(node)] = Node(registry.get("_fc_epilogue"), node.name, dict(attrs, act_type=act), {},
-                                   [entry(*e) for e in fc.inputs], node.location)
-        elif id(node) in backward:
+            fused = Node(registry.get("_fc_epilogue"), node.name, dict(attrs, act_type=act), {}, fc.inputs,
+                         node.location)
+            fused.types = node.types
+            return fused
+        if id(node) in backward:                  # the activation backward; its _sum_to comes later
             reduce, act, g, d = backward[id(node)]
             fused = Node(registry.get("_act_bwd_bias"), node.name,
-                         {"act_type": act, "shape": tuple(reduce.attrs["shape"])}, {}, [entry(*g), entry(*d)],
-                         node.location)
-            redirect[(id(node), 0)] = (fused, 0)
-            redirect[(id(reduce), 0)] = (fused, 1)
-        elif id(node) not in sums:
-            new = built[id(node)] = Node(node.op, node.name, node.attrs, node.raw,
-                                         [entry(*e) for e in node.inputs], node.location)
-            new.json_outputs, new.json_versions = node.json_outputs, node.json_versions
-    return Symbol([entry(n, i) for n, i in symbol._outputs])
+                         {"act_type": act, "shape": tuple(reduce.attrs["shape"])}, {}, [g, d], node.location)
+            if node.types is not None:
+                fused.types = (node.types[0], reduce.types[0])
+            sums[id(reduce)] = fused
+            return [(fused, 0)]
+        if id(node) in sums:
+            return [(sums[id(node)], 1)]
+        return None
+
+    return Symbol(rewrite(symbol._outputs, fold))
 
 
 def _bias_sum(reduce, eshape, edtype, only_read_by):

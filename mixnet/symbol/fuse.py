@@ -21,8 +21,9 @@ import numpy as np
 from .. import config
 from ..ops import registry
 from ..ops.reduce import reduce_axes
-from .graph import Node, topo_order
-from .infer import infer_graph
+from .graph import FOLDED, Node, graph_types, rewrite, topo_order
+from .symbol import Symbol
+from .typed import typed
 
 _FUSIBLE_KINDS = ("unary", "binary", "broadcast", "scalar")
 
@@ -125,29 +126,34 @@ def _fusible_reduction(output, consumers, heads, eshape, edtype):
     return node, Reduction(found[0], layout, node.op.name, node.location)
 
 
-def fuse(symbol, shapes, dtypes, device="cpu", min_size=None, compile_now=True):
-    """Returns (fused symbol, number of fused groups). shapes/dtypes: {input name: shape/dtype}. `device` ('cpu'
-    or 'gpu') picks the backend each group is compiled for now (Numba or CUDA through cupy); the fused node runs
-    on either, compiling the group for the other backend on first use (codegen/backend.py). Groups whose result
-    has fewer than min_size elements (default config.FUSE_MIN_SIZE) stay unfused; compile_now=False leaves Numba
-    kernels to be compiled by the caller (Kernel.ensure_compiled)."""
-    from .symbol import Symbol
+def fuse(symbol, shapes=None, dtypes=None, device="cpu", min_size=None, compile_now=True):
+    """Returns (fused symbol, number of fused groups). shapes/dtypes: {input name: shape/dtype} of an untyped
+    graph (a typed graph's nodes carry their types). `device` ('cpu' or 'gpu') picks the backend each group is
+    compiled for now (Numba or CUDA through cupy); the fused node runs on either, compiling the group for the
+    other backend on first use (codegen/backend.py). Groups whose result has fewer than min_size elements (default
+    config.FUSE_MIN_SIZE) stay unfused; compile_now=False leaves Numba kernels to be compiled by the caller
+    (Kernel.ensure_compiled)."""
     min_size = config.FUSE_MIN_SIZE if min_size is None else min_size
+    if shapes is not None:
+        symbol = typed(symbol, shapes, dtypes)
     nodes = topo_order(symbol._outputs)
-    eshape, edtype = infer_graph(nodes, shapes, dtypes, False)
+    eshape, edtype = graph_types(symbol._outputs)
     fusible = {id(n): _fusible(n, eshape, edtype) and int(np.prod(eshape[(id(n), 0)])) >= min_size
                for n in nodes}
     candidates = _groups(nodes, fusible, eshape)
     if not any(fusible.values()):
         return symbol, 0
-    from ..codegen.backend import compile_for           # the backend loads only when there is work
+    from ..codegen.backend import (
+        compile_for,  # the backend loads only when there is work
+    )
     from ..codegen.ir import group_from_nodes
     consumers = {}
     for node in nodes:
         for src, _ in node.inputs:
             consumers.setdefault(id(src), []).append(node)
     heads = {id(n) for n, _ in symbol._outputs}
-    group_of, groups = {}, []
+    fused_op = registry.get("_fused_elemwise")
+    group_of, groups = {}, 0
     for members in candidates:
         inside = {id(m) for m in members}
         outputs = [m for m in members if id(m) in heads
@@ -167,41 +173,21 @@ def fuse(symbol, shapes, dtypes, device="cpu", min_size=None, compile_now=True):
             members, outputs = members + [reducer], [reducer]
         else:
             kernel = compile_for(device, group, compile_now)
-        entry = {"members": members, "outputs": outputs, "externals": externals, "kernel": kernel, "node": None}
-        groups.append(entry)
+        # the fused node reads the group's external inputs in the old graph; rewrite points them at the new one
+        fused = Node(fused_op, f"{outputs[-1].name}_fused", {"kernel": kernel, "num_outputs": len(outputs)},
+                     {"ops": "+".join(m.op.name for m in members)}, externals, members[-1].location)
+        fused.types = tuple(out.types[0] for out in outputs)
+        position = {id(out): k for k, out in enumerate(outputs)}
         for m in members:
-            group_of[id(m)] = entry
+            group_of[id(m)] = (fused, position.get(id(m)))
+        groups += 1
     if not groups:
         return symbol, 0
-    fused_op = registry.get("_fused_elemwise")
-    built = {}
 
-    def build(node):
-        """The new (node, index) entry computing `node`'s output 0 (memoized; fused groups built once)."""
-        if id(node) in built:
-            return built[id(node)]
-        entry = group_of.get(id(node))
-        if entry is not None:
-            if entry["node"] is None:
-                inputs = [_entry(src, i) for src, i in entry["externals"]]
-                names = "+".join(m.op.name for m in entry["members"])
-                fused = Node(fused_op, f"{entry['outputs'][-1].name}_fused",
-                             {"kernel": entry["kernel"], "num_outputs": len(entry["outputs"])}, {}, inputs,
-                             entry["members"][-1].location)
-                fused.raw = {"ops": names}
-                entry["node"] = fused
-                for k, out in enumerate(entry["outputs"]):
-                    built[id(out)] = (fused, k)
-            return built[id(node)]
-        if node.op is None:
-            built[id(node)] = (node, None)
-            return built[id(node)]
-        new = Node(node.op, node.name, node.attrs, node.raw, [_entry(s, i) for s, i in node.inputs], node.location)
-        built[id(node)] = (new, None)
-        return built[id(node)]
+    def replace(node, inputs):
+        if id(node) not in group_of:
+            return None
+        fused, k = group_of[id(node)]
+        return FOLDED if k is None else [(fused, k)]
 
-    def _entry(src, index):
-        new, fixed = build(src)
-        return (new, fixed if fixed is not None else index)
-
-    return Symbol([_entry(n, i) for n, i in symbol._outputs]), len(groups)
+    return Symbol(rewrite(symbol._outputs, replace)), groups

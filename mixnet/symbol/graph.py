@@ -4,20 +4,36 @@ A `Node` is either a variable (`op is None`: a graph input, a parameter or an au
 of a registry op. Its inputs are `(node, output_index)` entries. `attrs` holds the op's complete, parsed
 attributes (what the kernel receives); `raw` holds the string attributes MXNet would write to `-symbol.json`
 (the attributes the user gave explicitly, in MXNet's spelling, plus hidden `__key__` attributes).
+
+The compiler's graphs are typed: `types` holds each output's (shape, dtype), set once by `symbol/typed.py` (or by
+the pass that makes the node) and kept by every rewrite, so passes read types instead of inferring them again.
+A user's graph is untyped (None): its nodes may be run with other shapes. Passes rebuild graphs through
+`rewrite`, which copies a node with `Node.clone`.
 """
 import os
 
 import numpy as np
 
 from .._source import user_frame
+from ..base import MXNetError
 from ..ops.attrs import REQUIRED, format_attr, parse_subgraph
 
-__all__ = ["Node", "topo_order", "mx_str", "raw_from_attrs", "subgraphs"]
+__all__ = ["Node", "graph_types", "mx_str", "raw_from_attrs", "rewrite", "subgraphs", "topo_order"]
 
 
 class Node:
-    __slots__ = ("op", "name", "attrs", "raw", "inputs", "location", "json_outputs", "json_versions",
-                 "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "attrs",
+        "inputs",
+        "json_outputs",
+        "json_versions",
+        "location",
+        "name",
+        "op",
+        "raw",
+        "types",
+    )
 
     def __init__(self, op, name, attrs=None, raw=None, inputs=(), location=None):
         self.op = op
@@ -28,6 +44,17 @@ class Node:
         self.location = location
         self.json_outputs = None     # MXNet's output count for node_row_ptr, when it differs from the registry's
         self.json_versions = None    # the input entries' versions read from a file (kept to write it back)
+        self.types = None            # compiler graphs: ((shape, dtype) per output, hidden ones included)
+
+    def clone(self, inputs=None, **changes):
+        """A copy of this node reading `inputs` (default: the same entries), every other field kept unless given
+        in `changes` (e.g. types=...)."""
+        new = Node(self.op, self.name, self.attrs, self.raw, self.inputs if inputs is None else inputs,
+                   self.location)
+        new.json_outputs, new.json_versions, new.types = self.json_outputs, self.json_versions, self.types
+        for key, value in changes.items():
+            setattr(new, key, value)
+        return new
 
     @property
     def is_variable(self):
@@ -108,6 +135,56 @@ def topo_order(heads):
             else:
                 order.append(node)
     return order
+
+
+FOLDED = ()    # what `rewrite`'s fn returns for a node taken into another one, whose value nothing reads any more
+
+
+def rewrite(outputs, fn):
+    """Rebuilds the graph reaching `outputs` ((node, index) entries); returns the new output entries. The old
+    graph is left as it is.
+
+    Nodes are visited in topological order, each once: `fn(node, inputs)` gets the node and its input entries
+    already rewritten, and returns
+    * None: keep the node (a clone reading `inputs`; a variable stays itself),
+    * a Node: it stands for the node, output for output (a merged duplicate, a typed copy),
+    * a sequence with one entry per output: entries of the new graph (an input, to drop the node) or of a node fn
+      made, which may read entries of the OLD graph: once every node is visited, those are pointed at their
+      replacements (a fused node can be made at its group's first member, before its other inputs are rebuilt),
+    * FOLDED: the node's value was taken into another node; nothing in the new graph may read it.
+    """
+    nodes = topo_order(outputs)
+    old = {id(n) for n in nodes}
+    new, made = {}, {}
+
+    def entry(src, index):
+        got = new[id(src)]
+        return (got, index) if isinstance(got, Node) else (got[index] if got else None)
+
+    for node in nodes:
+        inputs = [entry(*e) for e in node.inputs]
+        result = fn(node, inputs)
+        if result is None:
+            if None in inputs:
+                raise MXNetError(f"internal: graph rewrite: {node.name!r} reads a value folded into another node")
+            result = node if node.op is None else node.clone(inputs)
+        else:
+            for made_node in [result] if isinstance(result, Node) else [n for n, _ in result]:
+                if id(made_node) not in old:
+                    made[id(made_node)] = made_node
+        new[id(node)] = result
+    for node in made.values():
+        node.inputs = [entry(*e) if id(e[0]) in old else e for e in node.inputs]
+    return [entry(*e) for e in outputs]
+
+
+def graph_types(outputs):
+    """({entry: shape}, {entry: dtype}) of a typed graph (entries are (id(node), index)), read off its nodes."""
+    eshape, edtype = {}, {}
+    for node in topo_order(outputs):
+        for k, (shape, dtype) in enumerate(node.types):
+            eshape[(id(node), k)], edtype[(id(node), k)] = shape, dtype
+    return eshape, edtype
 
 
 def mx_str(key, value):

@@ -1,8 +1,9 @@
 """Compiled loop bodies: the plans `_foreach` runs each step with (mixnet/ops/control_flow.py).
 
 A foreach body is a Symbol. For one set of step input shapes and dtypes, one device and one training mode it is
-compiled once, with the machinery hybridized blocks use (gluon/cached_op.py): CSE, epilogue folding, elementwise
-chains fused into generated kernels, straight-line Python calling the registry kernels. Two plans, each made at
+compiled once, with the machinery hybridized blocks use (mixnet/compiler, run by gluon/cached_op.py's plans):
+CSE, epilogue folding, elementwise chains fused into generated kernels, straight-line Python calling the registry
+kernels. Two plans, each made at
 its first use:
 
 * `inference`: the body's forward alone, with planned buffers for its intermediates (static_alloc; the step's
@@ -15,6 +16,7 @@ its first use:
 Plans are kept per body (weakly, by the body's first output node) and per signature, so every call of a
 hybridized block, and every executor run of an mx.sym graph, reuses them.
 """
+import dataclasses
 import threading
 import weakref
 
@@ -22,7 +24,7 @@ import numpy as np
 
 from .. import config
 
-__all__ = ["body_plan", "BodyPlan"]
+__all__ = ["BodyPlan", "body_plan"]
 
 _PLANS = weakref.WeakKeyDictionary()      # body's first output node -> {signature: BodyPlan}
 _LOCK = threading.Lock()
@@ -32,12 +34,12 @@ class BodyPlan:
     """A body compiled for one signature. names: the body's inputs in the order `run` takes them."""
 
     def __init__(self, body, names, shapes, dtypes, ctx, is_train):
-        from .autodiff import exact_types
+        from ..compiler import Options, typed_graph
         self.body, self.names, self.ctx, self.is_train = body, list(names), ctx, is_train
-        self.shapes, self.dtypes = shapes, dtypes
-        eshape, edtype = exact_types(body, shapes, dtypes)
-        self.out_shapes = [eshape[(id(n), i)] for n, i in body._outputs]
-        self.out_dtypes = [edtype[(id(n), i)] for n, i in body._outputs]
+        self.graph = typed_graph(body, names, shapes, dtypes)        # typed once, for both plans
+        self.out_shapes = [n.types[i][0] for n, i in self.graph.symbol._outputs]
+        self.out_dtypes = [n.types[i][1] for n, i in self.graph.symbol._outputs]
+        self._options = Options(device=ctx.device_type, fusion=config.FUSE)
         self.wrt = [n for n in self.names if np.dtype(dtypes[n]).kind == "f"]
         self._inference = self._training = None
         self._lock = threading.Lock()
@@ -49,8 +51,8 @@ class BodyPlan:
             with self._lock:
                 if self._inference is None:
                     from ..gluon.cached_op import InferencePlan
-                    self._inference = InferencePlan(self.body, self.names, self.shapes, self.dtypes, self.ctx,
-                                                    config.FUSE, static_alloc=True)
+                    self._inference = InferencePlan(self.graph, self.ctx,
+                                                    dataclasses.replace(self._options, static_alloc=True))
         return self._inference
 
     @property
@@ -62,8 +64,7 @@ class BodyPlan:
                 if self._training is None:
                     from ..gluon.cached_op import TrainingPlan
                     mask = [n in self.wrt for n in self.names]
-                    self._training = TrainingPlan(self.body, self.names, mask, self.shapes, self.dtypes, self.ctx,
-                                                  self.is_train, config.FUSE)
+                    self._training = TrainingPlan(self.graph, mask, self.ctx, self.is_train, self._options)
         return self._training
 
 

@@ -12,13 +12,12 @@ import numpy as np
 
 from .. import config
 from ..base import MXNetError
-from .graph import Node, topo_order
-
+from .graph import graph_types, rewrite, topo_order
+from .symbol import Symbol
 
 
 def verify(symbol):
     """Raises MXNetError naming the node when the graph is malformed; returns the symbol unchanged."""
-    from .symbol import Symbol
     nodes = topo_order(symbol._outputs)
     position = {id(n): i for i, n in enumerate(nodes)}
     variables = {}
@@ -61,58 +60,45 @@ def _attr_key(attrs):
 
 def cse(symbol):
     """Merges duplicate computations; returns a new Symbol over new nodes (the input symbol is unchanged)."""
-    from .symbol import Symbol
-    replacement, seen = {}, {}
-    for node in topo_order(symbol._outputs):
-        inputs = [(replacement[id(src)], idx) for src, idx in node.inputs]
-        key = None
-        if node.op is not None and not (node.op.random or node.op.mutates or node.op.creates
-                                        or node.op.train_aware):
-            attr_key = _attr_key(node.attrs)
-            if attr_key is not None:
-                key = (node.op.name, attr_key, tuple((id(src), idx) for src, idx in inputs))
-        if key is not None and key in seen:
-            replacement[id(node)] = seen[key]
-            continue
-        if node.op is None:
-            new = node                           # variables are shared, never copied
-        else:
-            new = Node(node.op, node.name, node.attrs, node.raw, inputs, node.location)
-            new.json_outputs, new.json_versions = node.json_outputs, node.json_versions
-        replacement[id(node)] = new
-        if key is not None:
-            seen[key] = new
-    return Symbol([(replacement[id(n)], idx) for n, idx in symbol._outputs])
+    seen = {}
+
+    def merge(node, inputs):
+        if node.op is None or node.op.random or node.op.mutates or node.op.creates or node.op.train_aware:
+            return None
+        attr_key = _attr_key(node.attrs)
+        if attr_key is None:
+            return None
+        key = (node.op.name, attr_key, tuple((id(src), idx) for src, idx in inputs))
+        if key not in seen:
+            seen[key] = node.clone(inputs)
+        return seen[key]
+
+    return Symbol(rewrite(symbol._outputs, merge))
 
 
 # Ops that only relabel the shape: a node of one of these that keeps its input's shape and dtype does nothing.
 _RESHAPES = ("Reshape", "Flatten", "reshape_like")
 
 
-def drop_identity_reshapes(symbol, eshape, edtype):
+def drop_identity_reshapes(symbol, eshape=None, edtype=None):
     """Removes reshapes whose output has the input's shape (a Dense's backward has one per gradient: each a kernel
-    call for nothing). eshape/edtype: every entry's exact shape and dtype (autodiff.exact_types). A graph output
-    that would become a graph input as is keeps its reshape, so outputs stay distinct from inputs."""
-    from .symbol import Symbol
+    call for nothing). eshape/edtype: every entry's exact shape and dtype (autodiff.exact_types), for an untyped
+    graph; a typed graph's nodes carry theirs. A graph output that would become a graph input as is keeps its
+    reshape, so outputs stay distinct from inputs."""
+    if eshape is None:
+        eshape, edtype = graph_types(symbol._outputs)
     heads = {id(n) for n, _ in symbol._outputs}
-    entry = {}                                   # (id(old node), index) -> (new node, index)
-    for node in topo_order(symbol._outputs):
-        if node.op is None:
-            entry[(id(node), 0)] = (node, 0)
-            continue
-        inputs = [entry[(id(src), idx)] for src, idx in node.inputs]
-        if node.op.name in _RESHAPES and node.inputs:
-            src = node.inputs[0]
-            same = eshape[(id(node), 0)] == eshape[(id(src[0]), src[1])] \
-                and edtype[(id(node), 0)] == edtype[(id(src[0]), src[1])]
-            if same and not (id(node) in heads and inputs[0][0].op is None):
-                entry[(id(node), 0)] = inputs[0]
-                continue
-        new = Node(node.op, node.name, node.attrs, node.raw, inputs, node.location)
-        new.json_outputs, new.json_versions = node.json_outputs, node.json_versions
-        for k in range(node.num_outputs()):
-            entry[(id(node), k)] = (new, k)
-    return Symbol([entry[(id(n), idx)] for n, idx in symbol._outputs])
+
+    def drop(node, inputs):
+        if node.op is None or node.op.name not in _RESHAPES or not node.inputs:
+            return None
+        src = (id(node.inputs[0][0]), node.inputs[0][1])
+        same = eshape[(id(node), 0)] == eshape[src] and edtype[(id(node), 0)] == edtype[src]
+        if same and not (id(node) in heads and inputs[0][0].op is None):
+            return [inputs[0]]
+        return None
+
+    return Symbol(rewrite(symbol._outputs, drop))
 
 
 PASSES = {"verify": verify, "cse": cse}

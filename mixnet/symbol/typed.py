@@ -1,0 +1,31 @@
+"""Typed graphs: a copy of a Symbol whose every node carries its outputs' shapes and dtypes (`Node.types`).
+
+The compiler types a graph once, from its inputs' shapes and dtypes, and its passes keep the types on the nodes
+they copy or make (graph.rewrite), so no pass infers shapes again. The inference is autodiff.exact_types (the
+registry's rules, node by node), which takes the types a node already carries as they are: typing a graph whose
+new nodes (a backward graph over a typed forward) lack them infers those nodes alone.
+"""
+from .autodiff import exact_types
+from .graph import graph_types, rewrite, topo_order
+from .symbol import Symbol
+
+__all__ = ["graph_types", "is_typed", "typed"]
+
+
+def is_typed(symbol):
+    return all(node.types is not None for node in topo_order(symbol._outputs))
+
+
+def typed(symbol, shapes, dtypes):
+    """`symbol` with every node typed: itself when it is already, else a copy (variables included: the user's
+    nodes stay untyped, since they may run with other shapes). shapes/dtypes: {input name: shape/dtype} for the
+    variables that carry no type."""
+    if is_typed(symbol):
+        return symbol
+    eshape, edtype = exact_types(symbol, shapes, dtypes)
+
+    def annotate(node, inputs):
+        types = tuple((eshape[(id(node), k)], edtype[(id(node), k)]) for k in range(node.num_outputs()))
+        return node.clone(inputs, types=types)
+
+    return Symbol(rewrite(symbol._outputs, annotate))
