@@ -13,7 +13,7 @@ from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_dtype, parse_float, parse_int, parse_shape
 from .common import call, check_shape, infer_same, into, norm_axis, sum_to
 from .nn_norm import _final_gradient, _replayed, rows_back, rows_last
-from .registry import OpDef, OpTest, register
+from .registry import OpDef, OpTest, ParamShapes, register
 from .special import erf as _erf
 
 
@@ -209,7 +209,9 @@ def _ref_leaky_np(x, gamma=None, act_type="leaky", slope=0.25, lower_bound=0.125
 
 register(OpDef(
     name="LeakyReLU", kernel=_k_leaky, inputs=_leaky_inputs, grad=_g_leaky, train_aware=True, random=True,
-    num_outputs=_leaky_nout, infer=_leaky_infer,
+    num_outputs=_leaky_nout, infer=_leaky_infer, input_init={"gamma": '["Constant", {"value": 0.25}]'},
+    param_shapes=ParamShapes(lambda a, s: {1: (s[0][1],)} if s[0] is not None and len(s[0]) > 1 else {},
+                             partial=True),
     attrs={"act_type": Attr(choice("elu", "gelu", "leaky", "prelu", "rrelu", "selu"), "leaky"),
            "slope": Attr(parse_float, 0.25), "lower_bound": Attr(parse_float, 0.125),
            "upper_bound": Attr(parse_float, 0.334)},
@@ -619,8 +621,16 @@ def _ref_softmax_output(x, label, multi_output=False, preserve_shape=False, **_)
     return _ref_softmax("softmax")(x.reshape(x.shape[0], -1)).reshape(x.shape)
 
 
+def _so_label_shape(a, s):
+    """MXNet's label shapes: (N, spatial size) with multi_output, else the data's shape without its last axis."""
+    if s[0] is None or len(s[0]) < (2 if a.get("multi_output") else 1):
+        return {}
+    return {1: (s[0][0], math.prod(s[0][2:])) if a.get("multi_output") else tuple(s[0][:-1])}
+
+
 register(OpDef(
     name="SoftmaxOutput", kernel=_k_softmax_output, inputs=("data", "label"), attrs=_SO_ATTRS,
+    param_shapes=ParamShapes(_so_label_shape, partial=True, variables_only=True),
     grad=_g_softmax_output, nondiff_inputs=(1,), aliases=("Softmax",), infer=_so_infer,
     test=OpTest(ref=_ref_softmax_output, int_inputs={1: (0, 3)}, grad=False, grad2=False, cases=(
         (((3, 4), (3,)), {}), (((2, 3, 2), (2, 2)), {"multi_output": True}),
@@ -800,7 +810,8 @@ _EMB_GEO = {"input_dim": Attr(parse_int, REQUIRED), "output_dim": Attr(parse_int
 
 register(OpDef(
     name="Embedding", kernel=_k_embedding, inputs=("data", "weight"), nondiff_inputs=(0,),
-    infer=_embedding_infer,
+    infer=_embedding_infer, dtype_attr=True,
+    param_shapes=ParamShapes(lambda a, s: {1: (a["input_dim"], a["output_dim"])}, partial=True),
     attrs=dict(_EMB_GEO, dtype=Attr(parse_dtype, np.dtype("float32")), sparse_grad=Attr(parse_bool, False)),
     grad=lambda c, g: (None, call("_embedding_grad", c.inputs[0], g, input_dim=c.attrs["input_dim"],
                                   output_dim=c.attrs["output_dim"])),

@@ -85,10 +85,6 @@ def cse(symbol):
     return Symbol([(replacement[id(n)], idx) for n, idx in symbol._outputs])
 
 
-# Ops that only relabel the shape: a node of one of these that keeps its input's shape and dtype does nothing.
-_RESHAPES = ("Reshape", "Flatten", "reshape_like")
-
-
 def drop_identity_reshapes(symbol, eshape, edtype):
     """Removes reshapes whose output has the input's shape (a Dense's backward has one per gradient: each a kernel
     call for nothing). eshape/edtype: every entry's exact shape and dtype (autodiff.exact_types). A graph output
@@ -101,7 +97,7 @@ def drop_identity_reshapes(symbol, eshape, edtype):
             entry[(id(node), 0)] = (node, 0)
             continue
         inputs = [entry[(id(src), idx)] for src, idx in node.inputs]
-        if node.op.name in _RESHAPES and node.inputs:
+        if node.op.reshape and node.inputs:
             src = node.inputs[0]
             same = eshape[(id(node), 0)] == eshape[(id(src[0]), src[1])] \
                 and edtype[(id(node), 0)] == edtype[(id(src[0]), src[1])]
