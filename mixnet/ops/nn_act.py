@@ -13,6 +13,7 @@ from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_dtype, parse_float, parse_int, parse_shape
 from .common import call, check_shape, infer_same, into, norm_axis, sum_to
 from .nn_norm import _final_gradient, _replayed, rows_back, rows_last
+from . import registry
 from .registry import OpDef, OpTest, ParamShapes, register
 from .special import erf as _erf
 
@@ -22,49 +23,37 @@ def _keep(x, y):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Activation
-_ACTS = {
-    "relu": lambda xp, x: xp.maximum(x, 0),
-    "sigmoid": lambda xp, x: 1 / (1 + xp.exp(-x)),
-    "tanh": lambda xp, x: xp.tanh(x),
-    "softrelu": lambda xp, x: xp.logaddexp(x, 0),
-    "softsign": lambda xp, x: x / (1 + xp.abs(x)),
-}
-
-
-# activations computed by one xp ufunc write straight into a given buffer (out=); the others copy there
-_ACT_UFUNC = {"relu": ("maximum", 0), "tanh": ("tanh", None)}
-
-
+# Activation: relu, sigmoid, tanh and softsign are the registry's ops of those names (kernel and gradient rule);
+# softrelu, log(1 + e^x), is Activation's own (MXNet has no op of that name).
 def _k_activation(xp, data, act_type, out=None):
+    """Into out= when given (x itself in the GEMM epilogue): ufuncs with out=, or a copy for softsign."""
+    if act_type == "softrelu":
+        if out is None:
+            return _keep(data, xp.logaddexp(data, 0))
+        return xp.logaddexp(data, 0, out=out, casting="unsafe")
+    op = registry.get(act_type)
     if out is None:
-        return _keep(data, _ACTS[act_type](xp, data))
-    if act_type in _ACT_UFUNC:
-        name, operand = _ACT_UFUNC[act_type]
-        args = (data,) if operand is None else (data, operand)
-        return getattr(xp, name)(*args, out=out, casting="unsafe")
-    return into(xp, out, _ACTS[act_type](xp, data))
+        return op.kernel(xp, data)
+    return op.kernel(xp, data, out=out) if op.writes_out else into(xp, out, op.kernel(xp, data))
 
 
 def _g_activation(c, g):
-    x, y, t = c.inputs[0], c.outputs[0], c.attrs["act_type"]
-    if t == "relu":
-        # the mask from the output (y > 0 exactly where x > 0, NaN included): a hybridized Dense then need not keep
-        # its pre-activation for the backward, so the ReLU runs in place or fuses into the GEMM's epilogue
-        return (call("_relu_bwd", g, y),)
-    if t == "sigmoid":
-        return (g * y * (1 - y),)
-    if t == "tanh":
-        return (g * (1 - y * y),)
-    if t == "softrelu":
-        return (g * call("sigmoid", x),)
-    return (g / (1 + call("abs", x)) ** 2,)
+    """The wrapped op's rule (relu's reads the output only: a hybridized Dense then need not keep its
+    pre-activation, so the ReLU runs in place or fuses into the GEMM's epilogue)."""
+    if c.attrs["act_type"] == "softrelu":
+        return (g * call("sigmoid", c.inputs[0]),)
+    return registry.get(c.attrs["act_type"]).grad(c, g)
+
+
+def _ref_activation(x, act_type):
+    x = x.astype(np.float64)
+    return np.logaddexp(x, 0) if act_type == "softrelu" else registry.get(act_type).test.ref(x)
 
 
 register(OpDef(
     name="Activation", kernel=_k_activation, grad=_g_activation, infer=infer_same, kind="unary", writes_out=True,
     attrs={"act_type": Attr(choice("relu", "sigmoid", "tanh", "softrelu", "softsign"), REQUIRED)},
-    test=OpTest(ref=lambda x, act_type: _ACTS[act_type](np, x.astype(np.float64)), recipe="unary",
+    test=OpTest(ref=_ref_activation, recipe="unary",
                 domain=(0.1, 2.0),
                 recipe_attrs=tuple({"act_type": t} for t in ("relu", "sigmoid", "tanh", "softrelu", "softsign")),
                 cases=tuple((((2, 3),), {"act_type": t}) for t in ("sigmoid", "tanh", "softrelu")))))
