@@ -39,6 +39,8 @@ class OpTest:
     grad_atol: float = 1e-3
     dtype: str = "float32"
     random: bool = False           # output is random: forward compares statistics, not values
+    moments: Optional[Callable] = None  # random ops: moments(*inputs, **attrs) -> (mean, variance) of each element
+    #                                     of the first output (broadcastable to it), which the forward test checks
 
 
 @dataclass(frozen=True)
