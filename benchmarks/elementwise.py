@@ -33,7 +33,7 @@ def chain_group():
         Step("_mul_scalar", "{0} * {scalar}", (inp(0),), {"scalar": 0.5}, here),
         Step("_plus_scalar", "{0} + {scalar}", (step(0),), {"scalar": 1.0}, here),
         Step("tanh", "tanh({0})", (step(1),), {}, here),
-        Step("sigmoid", "1 / (1 + exp(-{0}))", (inp(0),), {}, here),
+        Step("sigmoid", "sigmoid({0})", (inp(0),), {}, here),            # the registry's template
         Step("elemwise_mul", "{0} * {1}", (step(2), step(3)), {}, here),
         Step("square", "{0} * {0}", (inp(0),), {}, here),
         Step("_div_scalar", "{0} / {scalar}", (step(5),), {"scalar": 3.0}, here),

@@ -442,6 +442,7 @@ CUSTOM = registry.register(_CustomDef(
     num_outputs=lambda attrs: len(_names(_prop(attrs))[1]),
     output_names=lambda attrs: tuple(_names(_prop(attrs))[1]),
     infer=lambda shapes, dtypes, **attrs: _infer(_prop(attrs), shapes, dtypes),
+    param_shapes=registry.ParamShapes(lambda attrs, shapes: _param_shapes(attrs, shapes)),
     grad=_custom_grad,
     doc="Runs the Python operator registered as op_type (mx.operator.register)."))
 
@@ -527,10 +528,8 @@ def _param_shapes(attrs, shapes):
 def _install():
     # mx.nd / mx.sym are built from the registry before this module registers Custom: add their functions here.
     from . import ndarray, symbol
-    from .symbol.infer import PARAM_RULES
     nd_custom.__name__ = sym_custom.__name__ = "Custom"
     ndarray.Custom, symbol.Custom = nd_custom, sym_custom
-    PARAM_RULES["Custom"] = _param_shapes
 
 
 _install()

@@ -37,8 +37,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["exp_f32", "expm1_f32", "log_f32", "log1p_f32", "tanh_f32", "sigmoid_f32", "erf_f32", "maximum",
-           "minimum", "fmod_floor", "round_half_away_f32", "round_half_away_f64", "power", "erfinv", "SOURCE_FINGERPRINT"]
+__all__ = ["exp_f32", "expm1_f32", "log_f32", "log1p_f32", "tanh_f32", "sigmoid_f32", "erf_f32", "sigmoid_libm32",
+           "sigmoid_libm64", "maximum", "minimum", "fmod_floor", "round_half_away_f32", "round_half_away_f64", "power", "erfinv", "SOURCE_FINGERPRINT"]
 
 with open(os.path.abspath(__file__), "rb") as _f:
     SOURCE_FINGERPRINT = hashlib.sha1(_f.read()).hexdigest()[:12]
@@ -296,6 +296,22 @@ def sigmoid_f32(x):
     e = exp_f32(-x if x >= f32(0.0) else x)
     d = f32(1.0) + e
     return f32(1.0) / d if x >= f32(0.0) else e / d
+
+
+# sigmoid through libm's exp, in the form of sigmoid_f32 (and of the CUDA kernels' mx_sigmoid): float64 kernels
+# and float32 ones with exact=True.
+@njit(**_JIT)
+def sigmoid_libm32(x):
+    e = np.exp(-abs(x))
+    d = f32(1.0) + e
+    return f32(1.0) / d if x >= f32(0.0) else e / d
+
+
+@njit(**_JIT)
+def sigmoid_libm64(x):
+    e = np.exp(-abs(x))
+    d = 1.0 + e
+    return 1.0 / d if x >= 0.0 else e / d
 
 
 @njit(**_JIT)

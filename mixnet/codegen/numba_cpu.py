@@ -66,13 +66,12 @@ _COMMON = {
 _APPROX_F32 = {"exp": "exp_f32", "expm1": "expm1_f32", "log": "log_f32", "log1p": "log1p_f32",
                "tanh": "tanh_f32", "erf": "erf_f32", "sigmoid": "sigmoid_f32"}
 _CAST_FUNCS = {"erfinv", "lgamma", "tgamma", "erf"}        # may return float64: cast back
-# Ops whose template has a better-behaved fused form (sigmoid's 1/(1+exp(-x)) overflows exp for x < -88.7).
-_OP_TEMPLATES_APPROX = {"sigmoid": "sigmoid({0})"}
 
 
 def _function_table(dtype, exact):
     table = dict(_COMMON)
     table["round"] = "round_half_away_f32" if dtype == "float32" else "round_half_away_f64"
+    table["sigmoid"] = "sigmoid_libm32" if dtype == "float32" else "sigmoid_libm64"
     if dtype == "float32" and not exact:
         table.update(_APPROX_F32)
     return table
@@ -138,10 +137,7 @@ def render_body(group, exact, tail, locations=True):
     body, comments = [], []
     rows, loaded = templates.step_arguments(group)
     for j, s, args in rows:
-        template = s.template
-        if dtype == "float32" and not exact and s.op in _OP_TEMPLATES_APPROX:
-            template = _OP_TEMPLATES_APPROX[s.op]
-        expr = _render_expr(template, args, s.attrs, dtype, functions, used)
+        expr = _render_expr(s.template, args, s.attrs, dtype, functions, used)
         body.append(f"v{j} = {expr}")
         comments.append(node_comment(s.op, s.location, locations))
     body = [f"a{k} = x{k}[i]" for k in loaded] + body

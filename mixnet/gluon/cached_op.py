@@ -286,7 +286,7 @@ def _recomputable(node):
     """Mirroring: elementwise ops are recomputed in the backward instead of kept, as MXNet's mirror option does
     (one more pass over memory buys one activation less to hold between forward and backward)."""
     op = node.op
-    return (op is not None and op.kind in ("unary", "binary", "broadcast", "scalar") and not op.random
+    return (op is not None and op.elementwise and not op.random
             and not op.mutates and node.num_outputs() == 1)
 
 

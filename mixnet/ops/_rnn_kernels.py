@@ -5,7 +5,8 @@ loops are not compiled yet) and tests compare the two.
 
 Only `_fastpath` loads this module (with `_numba_kernels`, as one of codegen/precompile.py's EAGER_MODULES: compiled
 in the background child, cached on disk). Transcendentals: float32 uses codegen/approx.py's vectorizable
-sigmoid_f32 / tanh_f32 (a few ulp; this Numba has no SVML, reference/performance.md §4.1), float64 libm.
+sigmoid_f32 / tanh_f32 (a few ulp; this Numba has no SVML, reference/performance.md §4.1), float64 libm (sigmoid
+as approx.sigmoid_libm64).
 Arrays are C-contiguous 2-D; rows are the batch, columns the gates [i, f, g, o] (LSTM) or [r, z, n] (GRU).
 """
 import math
@@ -21,14 +22,14 @@ _JIT = dict(cache=True, error_model="numpy", fastmath={"contract"})
 
 
 def _sig(v):
-    return 1.0 / (1.0 + math.exp(-v))
+    return approx.sigmoid_libm64(v)
 
 
 @overload(_sig, inline="always", jit_options=dict(error_model="numpy", fastmath={"contract"}))
 def _sig_typed(v):
     if v == types.float32:
         return lambda v: approx.sigmoid_f32(v)
-    return lambda v: 1.0 / (1.0 + math.exp(-v))
+    return lambda v: approx.sigmoid_libm64(v)
 
 
 def _const(v, arr):

@@ -17,6 +17,7 @@ def _cast(xp, x, dtype):
 
 register(OpDef(
     name="Cast", kernel=_cast, aliases=("cast", "amp_cast"), attrs={"dtype": Attr(parse_dtype, REQUIRED)}, kind="unary",
+    dtype_attr=True,
     grad=lambda c, g: (call("Cast", g, dtype=c.inputs[0].dtype),),
     infer=lambda shapes, dtypes, dtype: ([shapes[0]], [dtype]), scalar="{0}",
     test=OpTest(ref=lambda x, dtype: x.astype(dtype), recipe="unary",
@@ -212,6 +213,7 @@ def _sum_to(xp, x, shape):
 
 register(OpDef(
     name="_sum_to", kernel=_sum_to, attrs={"shape": Attr(parse_shape, REQUIRED)}, hidden=True, kind="reduce",
+    reduction=lambda attrs, shape: ("sum", _sum_to_axes(shape, attrs["shape"])),
     grad=lambda c, g: (call("broadcast_to", g, shape=c.inputs[0].shape),),
     infer=_sum_to_infer,
     test=OpTest(ref=lambda x, shape: _sum_to(np, x.astype(np.float64), shape), cases=(
@@ -329,7 +331,7 @@ def _reshape(xp, x, shape, reverse, target_shape=(), keep_highest=False):
 
 
 register(OpDef(
-    name="Reshape", kernel=_reshape, aliases=("reshape",), kind="shape", named_inputs=False,
+    name="Reshape", kernel=_reshape, aliases=("reshape",), kind="shape", named_inputs=False, reshape=True,
     attrs={"shape": Attr(parse_shape, ()), "reverse": Attr(parse_bool, False),
            "target_shape": Attr(parse_shape, ()), "keep_highest": Attr(parse_bool, False)},
     grad=lambda c, g: (call("Reshape", g, shape=c.inputs[0].shape),),

@@ -28,7 +28,7 @@ import numpy as np
 from .._mode import MODE, Mode
 from .attrs import Attr, REQUIRED, optional, parse_int, parse_shape, parse_subgraph
 from .common import call
-from .registry import OpDef, register
+from .registry import OpDef, ParamShapes, register
 from . import dispatch
 
 __all__ = ["subgraph_inputs", "feeds", "infer_subgraph", "random_inside"]
@@ -464,10 +464,33 @@ _COMMON = {
 }
 
 
+def _param_rule(op_name):
+    """Parameter rule of a control-flow node: its subgraphs are inferred with what is known, and the shapes their
+    inputs get flow back to the node's inputs (a Dense weight used inside a foreach body)."""
+    def rule(a, s):
+        from ..symbol.infer import infer_subgraph, known
+        out = {}
+        n_step = len(a["in_data_locs"]) if op_name == "_foreach" else 0
+        for graph, slots in feeds(op_name, a):
+            names = graph.list_inputs()
+            given = {}
+            for name, slot in zip(names, slots):
+                if slot < len(s) and s[slot] is not None:
+                    given[name] = (tuple(s[slot][1:]) or (1,)) if slot < n_step else s[slot]
+            eshape, _ = infer_subgraph(graph, given, {}, True)
+            variables = {n.name: n for n in graph._nodes() if n.op is None}
+            for name, slot in zip(names, slots):
+                shape = eshape.get((id(variables[name]), 0))
+                if slot >= n_step and known(shape):
+                    out[slot] = shape
+        return out
+    return ParamShapes(rule, partial=op_name == "_foreach", variables_only=True)
+
+
 def _register(name, kernel, grad, infer, attrs, doc):
     # random=True: the kernel gets the device generator, whose state it records when a subgraph draws from it
     register(OpDef(
-        name=name, kernel=kernel, inputs=("data",), variadic=True, attrs=attrs,
+        name=name, kernel=kernel, inputs=("data",), variadic=True, attrs=attrs, param_shapes=_param_rule(name),
         grad=grad, infer=_with_state(infer), num_outputs=_n_outputs,
         num_visible=lambda a: a["num_outputs"], json_outputs=lambda a: a["num_outputs"], train_aware=True,
         random=True, hidden=True, doc=doc))

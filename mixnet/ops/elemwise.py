@@ -26,26 +26,29 @@ def _keep_dtype(x, result):
 # ---------------------------------------------------------------------------------------------------------
 # unary
 def unary(name, kernel, grad, scalar, domain=(-2.0, 2.0), aliases=(), differentiable=True, grad2=True,
-          doc="", ufunc=None, **test_kw):
+          doc="", ufunc=None, into=None, **test_kw):
     """ufunc: (name, extra operand or None) of the xp ufunc computing the op, e.g. ("maximum", 0) for relu; the
     op then writes into a given buffer (out=, writes_out). The cast to the input dtype is the ufunc's unsafe
-    cast, as _keep_dtype's astype."""
-    if ufunc is None:
+    cast, as _keep_dtype's astype. into(xp, x, out): the same for an op computed by several ufuncs in place."""
+    if ufunc is not None:
+        fname, operand = ufunc
+
+        def into(xp, x, out):
+            args = (x,) if operand is None else (x, operand)
+            return getattr(xp, fname)(*args, out=out, casting="unsafe")
+    if into is None:
         def run(xp, x):
             return _keep_dtype(x, kernel(xp, x))
     else:
-        fname, operand = ufunc
-
         def run(xp, x, out=None):
             if out is None:
                 return _keep_dtype(x, kernel(xp, x))
-            args = (x,) if operand is None else (x, operand)
-            return getattr(xp, fname)(*args, out=out, casting="unsafe")
+            return into(xp, x, out)
     test = OpTest(ref=lambda x: kernel(np, x), recipe="unary", domain=domain,
                   grad=differentiable, grad2=differentiable and grad2, **test_kw)
     return register(OpDef(name=name, kernel=run, grad=grad, infer=infer_same, kind="unary", scalar=scalar,
                            aliases=aliases, differentiable=differentiable, test=test, doc=doc,
-                           writes_out=ufunc is not None))
+                           writes_out=into is not None))
 
 
 def _x(ctx):
@@ -109,8 +112,22 @@ unary("radians", lambda xp, x: x * (math.pi / 180.0), lambda c, g: (g * (math.pi
       "{0} * 0.017453292519943295")
 unary("relu", lambda xp, x: xp.maximum(x, 0), lambda c, g: (call("_relu_bwd", g, _y(c)),), "max({0}, 0)",
       domain=(0.1, 2.0), ufunc=("maximum", 0))
-unary("sigmoid", lambda xp, x: 1 / (1 + xp.exp(-x)), lambda c, g: (g * _y(c) * (1 - _y(c)),),
-      "1 / (1 + exp(-{0}))")
+def _sigmoid_into(xp, x, out):
+    """1 / (1 + exp(-x)) written into out one ufunc at a time (out may be x: the GEMM epilogue and the RNN cells
+    work in place), the operations of the expression in its order, so the same bits."""
+    xp.negative(x, out=out, casting="unsafe")
+    xp.exp(out, out=out)
+    xp.add(out, 1, out=out)
+    return xp.divide(1, out, out=out)
+
+
+def _sigmoid(xp, x):
+    # numpy's exp of an integer array is floating (float16 for 8-bit, float64 for 32-bit ints): result_type says which
+    return _sigmoid_into(xp, x, xp.empty(x.shape, np.result_type(x.dtype, np.float16)))
+
+
+unary("sigmoid", _sigmoid, lambda c, g: (g * _y(c) * (1 - _y(c)),), "sigmoid({0})", into=_sigmoid_into,
+      doc="1 / (1 + exp(-x)); the code generators evaluate exp(-|x|) only (no overflow for x << 0).")
 unary("softsign", lambda xp, x: x / (1 + xp.abs(x)),
       lambda c, g: (g / ((1 + call("abs", _x(c))) ** 2),), "{0} / (1 + abs({0}))", domain=(0.1, 2.0))
 unary("erf", lambda xp, x: special.erf(x), lambda c, g: (g * (2 / math.sqrt(math.pi)) * call("exp", -_x(c) ** 2),),

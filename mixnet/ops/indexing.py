@@ -562,7 +562,7 @@ def _ref_one_hot(indices, depth, on_value, off_value, dtype):
 
 
 register(OpDef(
-    name="one_hot", kernel=_one_hot, inputs=("indices",), differentiable=False,
+    name="one_hot", kernel=_one_hot, inputs=("indices",), differentiable=False, dtype_attr=True,
     infer=lambda shapes, dtypes, depth, on_value, off_value, dtype: ([_one_hot_shape(shapes[0], depth)], [dtype]),
     attrs={"depth": Attr(parse_int, REQUIRED), "on_value": Attr(parse_float, 1.0),
            "off_value": Attr(parse_float, 0.0), "dtype": Attr(parse_dtype, np.dtype(np.float32))},

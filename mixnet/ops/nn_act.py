@@ -13,7 +13,8 @@ from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_dtype, parse_float, parse_int, parse_shape
 from .common import call, check_shape, infer_same, into, norm_axis, sum_to
 from .nn_norm import _final_gradient, _replayed, rows_back, rows_last
-from .registry import OpDef, OpTest, register
+from . import registry
+from .registry import OpDef, OpTest, ParamShapes, register
 from .special import erf as _erf
 
 
@@ -22,49 +23,37 @@ def _keep(x, y):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Activation
-_ACTS = {
-    "relu": lambda xp, x: xp.maximum(x, 0),
-    "sigmoid": lambda xp, x: 1 / (1 + xp.exp(-x)),
-    "tanh": lambda xp, x: xp.tanh(x),
-    "softrelu": lambda xp, x: xp.logaddexp(x, 0),
-    "softsign": lambda xp, x: x / (1 + xp.abs(x)),
-}
-
-
-# activations computed by one xp ufunc write straight into a given buffer (out=); the others copy there
-_ACT_UFUNC = {"relu": ("maximum", 0), "tanh": ("tanh", None)}
-
-
+# Activation: relu, sigmoid, tanh and softsign are the registry's ops of those names (kernel and gradient rule);
+# softrelu, log(1 + e^x), is Activation's own (MXNet has no op of that name).
 def _k_activation(xp, data, act_type, out=None):
+    """Into out= when given (x itself in the GEMM epilogue): ufuncs with out=, or a copy for softsign."""
+    if act_type == "softrelu":
+        if out is None:
+            return _keep(data, xp.logaddexp(data, 0))
+        return xp.logaddexp(data, 0, out=out, casting="unsafe")
+    op = registry.get(act_type)
     if out is None:
-        return _keep(data, _ACTS[act_type](xp, data))
-    if act_type in _ACT_UFUNC:
-        name, operand = _ACT_UFUNC[act_type]
-        args = (data,) if operand is None else (data, operand)
-        return getattr(xp, name)(*args, out=out, casting="unsafe")
-    return into(xp, out, _ACTS[act_type](xp, data))
+        return op.kernel(xp, data)
+    return op.kernel(xp, data, out=out) if op.writes_out else into(xp, out, op.kernel(xp, data))
 
 
 def _g_activation(c, g):
-    x, y, t = c.inputs[0], c.outputs[0], c.attrs["act_type"]
-    if t == "relu":
-        # the mask from the output (y > 0 exactly where x > 0, NaN included): a hybridized Dense then need not keep
-        # its pre-activation for the backward, so the ReLU runs in place or fuses into the GEMM's epilogue
-        return (call("_relu_bwd", g, y),)
-    if t == "sigmoid":
-        return (g * y * (1 - y),)
-    if t == "tanh":
-        return (g * (1 - y * y),)
-    if t == "softrelu":
-        return (g * call("sigmoid", x),)
-    return (g / (1 + call("abs", x)) ** 2,)
+    """The wrapped op's rule (relu's reads the output only: a hybridized Dense then need not keep its
+    pre-activation, so the ReLU runs in place or fuses into the GEMM's epilogue)."""
+    if c.attrs["act_type"] == "softrelu":
+        return (g * call("sigmoid", c.inputs[0]),)
+    return registry.get(c.attrs["act_type"]).grad(c, g)
+
+
+def _ref_activation(x, act_type):
+    x = x.astype(np.float64)
+    return np.logaddexp(x, 0) if act_type == "softrelu" else registry.get(act_type).test.ref(x)
 
 
 register(OpDef(
     name="Activation", kernel=_k_activation, grad=_g_activation, infer=infer_same, kind="unary", writes_out=True,
     attrs={"act_type": Attr(choice("relu", "sigmoid", "tanh", "softrelu", "softsign"), REQUIRED)},
-    test=OpTest(ref=lambda x, act_type: _ACTS[act_type](np, x.astype(np.float64)), recipe="unary",
+    test=OpTest(ref=_ref_activation, recipe="unary",
                 domain=(0.1, 2.0),
                 recipe_attrs=tuple({"act_type": t} for t in ("relu", "sigmoid", "tanh", "softrelu", "softsign")),
                 cases=tuple((((2, 3),), {"act_type": t}) for t in ("sigmoid", "tanh", "softrelu")))))
@@ -209,7 +198,9 @@ def _ref_leaky_np(x, gamma=None, act_type="leaky", slope=0.25, lower_bound=0.125
 
 register(OpDef(
     name="LeakyReLU", kernel=_k_leaky, inputs=_leaky_inputs, grad=_g_leaky, train_aware=True, random=True,
-    num_outputs=_leaky_nout, infer=_leaky_infer,
+    num_outputs=_leaky_nout, infer=_leaky_infer, input_init={"gamma": '["Constant", {"value": 0.25}]'},
+    param_shapes=ParamShapes(lambda a, s: {1: (s[0][1],)} if s[0] is not None and len(s[0]) > 1 else {},
+                             partial=True),
     attrs={"act_type": Attr(choice("elu", "gelu", "leaky", "prelu", "rrelu", "selu"), "leaky"),
            "slope": Attr(parse_float, 0.25), "lower_bound": Attr(parse_float, 0.125),
            "upper_bound": Attr(parse_float, 0.334)},
@@ -619,8 +610,16 @@ def _ref_softmax_output(x, label, multi_output=False, preserve_shape=False, **_)
     return _ref_softmax("softmax")(x.reshape(x.shape[0], -1)).reshape(x.shape)
 
 
+def _so_label_shape(a, s):
+    """MXNet's label shapes: (N, spatial size) with multi_output, else the data's shape without its last axis."""
+    if s[0] is None or len(s[0]) < (2 if a.get("multi_output") else 1):
+        return {}
+    return {1: (s[0][0], math.prod(s[0][2:])) if a.get("multi_output") else tuple(s[0][:-1])}
+
+
 register(OpDef(
     name="SoftmaxOutput", kernel=_k_softmax_output, inputs=("data", "label"), attrs=_SO_ATTRS,
+    param_shapes=ParamShapes(_so_label_shape, partial=True, variables_only=True),
     grad=_g_softmax_output, nondiff_inputs=(1,), aliases=("Softmax",), infer=_so_infer,
     test=OpTest(ref=_ref_softmax_output, int_inputs={1: (0, 3)}, grad=False, grad2=False, cases=(
         (((3, 4), (3,)), {}), (((2, 3, 2), (2, 2)), {"multi_output": True}),
@@ -800,7 +799,8 @@ _EMB_GEO = {"input_dim": Attr(parse_int, REQUIRED), "output_dim": Attr(parse_int
 
 register(OpDef(
     name="Embedding", kernel=_k_embedding, inputs=("data", "weight"), nondiff_inputs=(0,),
-    infer=_embedding_infer,
+    infer=_embedding_infer, dtype_attr=True,
+    param_shapes=ParamShapes(lambda a, s: {1: (a["input_dim"], a["output_dim"])}, partial=True),
     attrs=dict(_EMB_GEO, dtype=Attr(parse_dtype, np.dtype("float32")), sparse_grad=Attr(parse_bool, False)),
     grad=lambda c, g: (None, call("_embedding_grad", c.inputs[0], g, input_dim=c.attrs["input_dim"],
                                   output_dim=c.attrs["output_dim"])),

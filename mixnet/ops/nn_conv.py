@@ -8,6 +8,7 @@ _fc_data_grad / _fc_weight_grad. Pooling's backward passes are hidden primitives
 Layouts: channel-first only (NCW / NCHW / NCDHW), as MXNet's CPU kernels.
 """
 import itertools
+import math
 import types
 
 import numpy as np
@@ -18,7 +19,7 @@ from ._conv_fast import conv_data_grad_fast, conv_forward_fast, conv_weight_grad
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_int, parse_shape
 from .common import call, check_shape, conv_out_size, into, pool_out_size
 from . import registry
-from .registry import OpDef, OpTest, register
+from .registry import OpDef, OpTest, ParamShapes, register
 
 
 def _as_strided(xp, x, shape, strides):
@@ -489,9 +490,21 @@ def _ref_convolution(x, w, b=None, **a):
     return y
 
 
+def _conv_params(a, s):
+    """weight (num_filter, C / num_group, *kernel) (channels last for an NWC-type layout) and bias from the data."""
+    if s[0] is None:
+        return {}
+    layout = a.get("layout")
+    channels_last = bool(layout) and layout.endswith("C")
+    c = s[0][len(s[0]) - 1 if channels_last else 1]
+    k = tuple(a["kernel"])
+    w = (a["num_filter"],) + k + (c // a["num_group"],) if channels_last else (a["num_filter"], c // a["num_group"]) + k
+    return {1: w, 2: (a["num_filter"],)}
+
+
 register(OpDef(
     name="Convolution", kernel=_k_convolution, inputs=_conv_inputs, attrs=_CONV_ATTRS, grad=_g_convolution,
-    writes_out=True, infer=_convolution_infer,
+    writes_out=True, infer=_convolution_infer, param_shapes=ParamShapes(_conv_params, partial=True),
     test=OpTest(ref=_ref_convolution, grad_rtol=2e-2, cases=(
         (((2, 3, 5, 5), (4, 3, 3, 3), (4,)), {"kernel": (3, 3), "num_filter": 4}),
         (((1, 2, 6, 5), (2, 2, 3, 2)), {"kernel": (3, 2), "num_filter": 2, "stride": (2, 1), "pad": (1, 1),
@@ -609,9 +622,15 @@ def _ref_deconvolution(x, w, b=None, **a):
     return y
 
 
+def _deconv_params(a, s):
+    if s[0] is None:
+        return {}
+    return {1: (s[0][1], a["num_filter"] // a["num_group"]) + tuple(a["kernel"]), 2: (a["num_filter"],)}
+
+
 register(OpDef(
     name="Deconvolution", kernel=_k_deconvolution, inputs=_deconv_inputs, grad=_g_deconvolution, writes_out=True,
-    infer=_deconvolution_infer,
+    infer=_deconvolution_infer, param_shapes=ParamShapes(_deconv_params, partial=True),
     attrs={"kernel": Attr(parse_shape, REQUIRED), "stride": Attr(parse_shape, ()), "dilate": Attr(parse_shape, ()),
            "pad": Attr(parse_shape, ()), "adj": Attr(parse_shape, ()), "target_shape": Attr(parse_shape, ()),
            "num_filter": Attr(parse_int, REQUIRED), "num_group": Attr(parse_int, 1),
@@ -740,8 +759,17 @@ def _ref_fc(x, w, b=None, num_hidden=None, no_bias=False, flatten=True):
     return y if b is None else y + b
 
 
+def fc_params(a, s):
+    """weight (num_hidden, units) and bias (num_hidden,) from the data's shape (units: its flattened width)."""
+    if s[0] is None:
+        return {}
+    units = math.prod(s[0][1:]) if a["flatten"] else s[0][-1]
+    return {1: (a["num_hidden"], units), 2: (a["num_hidden"],)}
+
+
 register(OpDef(
     name="FullyConnected", kernel=_k_fc, inputs=_fc_inputs, grad=_g_fc, infer=_infer_fc, writes_out=True,
+    param_shapes=ParamShapes(fc_params, partial=True),
     attrs={"num_hidden": Attr(parse_int, REQUIRED), "no_bias": Attr(parse_bool, False),
            "flatten": Attr(parse_bool, True)},
     test=OpTest(ref=_ref_fc, cases=(
@@ -1291,6 +1319,8 @@ def _ref_upsampling(*data, scale, sample_type, num_args=1, multi_input_mode="con
 register(OpDef(
     name="UpSampling", kernel=_k_upsampling, inputs=("data",), variadic=True, grad=_g_upsampling,
     infer=_upsampling_infer,
+    param_shapes=ParamShapes(lambda a, s: {1: (s[0][1], 1) + (2 * a["scale"] - a["scale"] % 2,) * 2}
+                             if a["sample_type"] == "bilinear" and s[0] is not None else {}),
     attrs={"scale": Attr(parse_int, REQUIRED), "num_filter": Attr(parse_int, 0),
            "sample_type": Attr(choice("nearest", "bilinear"), REQUIRED),
            "multi_input_mode": Attr(choice("concat", "sum"), "concat"), "num_args": Attr(parse_int, 1),

@@ -19,6 +19,7 @@ import numpy as np
 from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, parse_bool, parse_int, parse_shape
 from .common import call, into
+from .nn_act import _g_activation, _k_activation, _ref_activation
 from .nn_conv import _g_fc, _infer_fc, _k_fc, _ref_fc
 from .registry import OpDef, OpTest, register
 
@@ -36,21 +37,6 @@ def _loops(xp, *arrays):
 
 # ---------------------------------------------------------------------------------------------------------
 # forward: FullyConnected + activation
-def _act_in_place(xp, y, act_type):
-    """The Activation op's float operations, in the same order, written into y."""
-    if act_type == "relu":
-        xp.maximum(y, 0, out=y)
-    elif act_type == "sigmoid":                      # 1 / (1 + exp(-y))
-        xp.negative(y, out=y)
-        xp.exp(y, out=y)
-        xp.add(y, 1, out=y)
-        xp.divide(1, y, out=y)
-    elif act_type == "tanh":
-        xp.tanh(y, out=y)
-    else:
-        xp.logaddexp(y, 0, out=y)
-
-
 def _k_fc_epilogue(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten, act_type, out=None):
     if bias is not None and tuple(bias.shape) != (num_hidden,):
         raise ValueError(f"bias shape {bias.shape} does not match ({num_hidden},) (num_hidden,)")
@@ -64,19 +50,13 @@ def _k_fc_epilogue(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten,
         return y
     if bias is not None:
         xp.add(y, bias, out=y, casting="unsafe")
-    _act_in_place(xp, y, act_type)
-    return y
+    return _k_activation(xp, y, act_type, out=y)          # the Activation op's kernel, in place
 
 
 def act_backward(act_type, g, data):
-    """dz from the incoming gradient g, written with mixnet ops; `data` as for _act_bwd_bias."""
-    if act_type == "relu":
-        return call("_relu_bwd", g, data)
-    if act_type == "sigmoid":
-        return g * data * (1 - data)
-    if act_type == "tanh":
-        return g * (1 - data * data)
-    return g * call("sigmoid", data)
+    """dz from the incoming gradient g: the Activation op's gradient rule, whose reads (the output for relu,
+    sigmoid and tanh, the input for softrelu) are `data`, as for _act_bwd_bias."""
+    return _g_activation(SimpleNamespace(inputs=(data,), outputs=(data,), attrs={"act_type": act_type}), g)[0]
 
 
 def _g_fc_epilogue(c, g):
@@ -90,23 +70,13 @@ def _fc_epilogue_inputs(a):
     return ("data", "weight") if a["no_bias"] else ("data", "weight", "bias")
 
 
-def _ref_act(act_type, z):
-    if act_type == "relu":
-        return np.maximum(z, 0)
-    if act_type == "sigmoid":
-        return 1 / (1 + np.exp(-z))
-    if act_type == "tanh":
-        return np.tanh(z)
-    return np.log1p(np.exp(-np.abs(z))) + np.maximum(z, 0)
-
-
 register(OpDef(
     name="_fc_epilogue", kernel=_k_fc_epilogue, inputs=_fc_epilogue_inputs, grad=_g_fc_epilogue, hidden=True,
     infer=lambda shapes, dtypes, act_type, **fc: _infer_fc(shapes, dtypes, **fc), writes_out=True,
     attrs={"num_hidden": Attr(parse_int, REQUIRED), "no_bias": Attr(parse_bool, False),
            "flatten": Attr(parse_bool, True), "act_type": Attr(choice(*ACTS), REQUIRED)},
     test=OpTest(
-        ref=lambda x, w, b=None, act_type=None, **fc: _ref_act(act_type, _ref_fc(x, w, b, **fc)),
+        ref=lambda x, w, b=None, act_type=None, **fc: _ref_activation(_ref_fc(x, w, b, **fc), act_type),
         domain=(0.1, 1.0),        # positive pre-activations: relu's kink stays away from the finite differences
         cases=tuple(case for act in ACTS for case in (
             (((3, 4), (5, 4), (5,)), {"num_hidden": 5, "act_type": act}),

@@ -18,7 +18,7 @@ from .. import _mode
 from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_float, parse_int
 from .common import call, into
-from .registry import OpDef, OpTest, register
+from .registry import OpDef, OpTest, ParamShapes, register
 
 
 def _reduce_shape(shape, keep):
@@ -276,8 +276,20 @@ def _ref_batchnorm(x, gamma, beta, mm, mv, eps=1e-3, momentum=0.9, fix_gamma=Tru
 
 _BN_PARAMS = (("gamma", 1), ("beta", 2), ("moving_mean", 3), ("moving_var", 4))
 
+def channel_params(n_inputs, axis=None):
+    """A norm's parameter rule: inputs 1 .. n_inputs-1 (gamma, beta, running statistics) are (C,), C the data's
+    size along `axis` (None: the op's axis attribute, default 1)."""
+    def rule(a, s):
+        if s[0] is None:
+            return {}
+        c = s[0][(a.get("axis", 1) if axis is None else axis) % len(s[0])]
+        return {i: (c,) for i in range(1, n_inputs)}
+    return ParamShapes(rule, partial=True)
+
+
 register(OpDef(
     name="BatchNorm", kernel=_k_batchnorm, inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+    param_shapes=channel_params(5), input_init={"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
     attrs={"eps": Attr(parse_float, 1e-3), "momentum": Attr(parse_float, 0.9), "fix_gamma": Attr(parse_bool, True),
            "use_global_stats": Attr(parse_bool, False), "output_mean_var": Attr(parse_bool, False),
            "axis": Attr(parse_int, 1), "cudnn_off": Attr(parse_bool, False),
@@ -505,6 +517,7 @@ def _ln_stats_shapes(shape, ax):
 
 register(OpDef(
     name="LayerNorm", kernel=_k_layernorm, inputs=("data", "gamma", "beta"), grad=_g_layernorm,
+    param_shapes=channel_params(3),
     attrs={"axis": Attr(parse_int, -1), "eps": Attr(parse_float, 1e-5), "output_mean_var": Attr(parse_bool, False)},
     num_outputs=3, num_visible=lambda a: 3 if a["output_mean_var"] else 1, writes_out=True,
     infer=_infer_params((("gamma", 1), ("beta", 2)), _ln_stats_shapes),
@@ -628,6 +641,7 @@ def _ref_instancenorm(x, gamma, beta, eps=1e-3):
 
 register(OpDef(
     name="InstanceNorm", kernel=_k_instancenorm, inputs=("data", "gamma", "beta"), grad=_g_instancenorm,
+    param_shapes=channel_params(3, axis=1),
     infer=lambda shapes, dtypes, eps: ([_instancenorm_check(shapes)], [dtypes[0]]),
     attrs={"eps": Attr(parse_float, 1e-3)},
     test=OpTest(ref=_ref_instancenorm, cases=(

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .attrs import Attr, REQUIRED, parse_bool, parse_float, parse_int, parse_str
-from .nn_norm import _BN_PARAMS, _g_batchnorm, _infer_params, _k_batchnorm, _ref_batchnorm
+from .nn_norm import _BN_PARAMS, _g_batchnorm, _infer_params, _k_batchnorm, _ref_batchnorm, channel_params
 from .registry import OpDef, OpTest, register
 
 _COMMON = {"eps": Attr(parse_float, 1e-3), "momentum": Attr(parse_float, 0.9), "fix_gamma": Attr(parse_bool, True),
@@ -63,7 +63,7 @@ def _register(name, extra_attrs, extra_case_attrs, doc):
         attrs=dict(_COMMON, **extra_attrs), grad=_grad, num_outputs=3,
         num_visible=lambda a: 3 if a["output_mean_var"] else 1,
         infer=lambda shapes, dtypes, **a: _infer(shapes, dtypes, **_bn_attrs(a)),
-        nondiff_inputs=(3, 4), mutates=(3, 4), train_aware=True,
+        nondiff_inputs=(3, 4), mutates=(3, 4), train_aware=True, param_shapes=channel_params(5, axis=1),
         test=OpTest(ref=_ref, domain=(0.5, 2.0), cases=tuple((shapes, dict(a, **extra_case_attrs))
                                                              for shapes, a in _CASES)),
         doc=doc))

@@ -93,6 +93,25 @@ _DISTS = [
 ]
 
 
+# Each distribution's mean and variance from its parameters (the generated tests check samples against them).
+_MOMENTS = {
+    "uniform": lambda low, high: ((low + high) / 2, (high - low) ** 2 / 12),
+    "normal": lambda loc, scale: (loc, scale ** 2),
+    "exponential": lambda lam: (1 / lam, 1 / lam ** 2),
+    "gamma": lambda alpha, beta: (alpha * beta, alpha * beta ** 2),
+    "poisson": lambda lam: (lam, lam),
+    "negative_binomial": lambda k, p: (k * (1 - p) / p, k * (1 - p) / p ** 2),
+    "generalized_negative_binomial": lambda mu, alpha: (mu, mu + alpha * mu ** 2),
+}
+
+
+def _sample_moments(name, pnames):
+    """moments of a _sample_* op: one draw of `shape` per parameter element, so the parameters gain its axes."""
+    def moments(*params, shape, **_):
+        return _MOMENTS[name](*[np.asarray(p, np.float64).reshape(p.shape + (1,) * len(shape)) for p in params])
+    return moments
+
+
 def _param_attr(name, default):
     return Attr(parse_int if name == "k" else parse_float, default)
 
@@ -167,6 +186,7 @@ for _name, _sampler, _params, _sample_inputs, _test_params in _DISTS:
         attrs={**{p: _param_attr(p, d) for p, d in _params}, "shape": Attr(parse_shape, ()),
                "ctx": Attr(parse_ctx, None), "dtype": Attr(_dtype_or(_F32), None)},
         test=OpTest(random=True, grad=False, grad2=False,
+                    moments=lambda _m=_MOMENTS[_name], _p=_pnames, **a: _m(*[a[p] for p in _p]),
                     cases=tuple((s, {**a, **_test_params}) for s, a in _SHAPE_CASES)),
         doc=f"Samples of the {_name} distribution with scalar parameters: a new array of `shape` (float32)."))
     register(OpDef(
@@ -174,13 +194,14 @@ for _name, _sampler, _params, _sample_inputs, _test_params in _DISTS:
         random=True, differentiable=False,
         attrs={p: _param_attr(p, d) for p, d in _params},
         infer=lambda shapes, dtypes, **_: ([tuple(shapes[0])], [dtypes[0]]),
-        test=OpTest(random=True, grad=False, grad2=False, cases=((((3, 4),), dict(_test_params)),)),
+        test=OpTest(random=True, grad=False, grad2=False, cases=((((3, 4),), dict(_test_params)),),
+                    moments=lambda data, _m=_MOMENTS[_name], _p=_pnames, **a: _m(*[a[p] for p in _p])),
         doc=f"Samples of the {_name} distribution shaped (and typed) like the input."))
     register(OpDef(
         name=f"_sample_{_name}", kernel=_make_sample_kernel(_name, _sampler, _pnames), inputs=_sample_inputs,
         random=True, differentiable=False, aliases=(f"sample_{_name}",), infer=_sample_infer,
         attrs={"shape": Attr(parse_shape, ()), "dtype": Attr(_dtype_or(_F32), None)},
-        test=OpTest(random=True, grad=False, grad2=False, domain=(0.2, 0.9),
+        test=OpTest(random=True, grad=False, grad2=False, domain=(0.2, 0.9), moments=_sample_moments(_name, _pnames),
                     int_inputs={0: (1, 4)} if _name == "negative_binomial" else {},
                     cases=(((( 2,),) * len(_sample_inputs), {"shape": (3,)}),
                            (((2, 3),) * len(_sample_inputs), {}))),
@@ -201,7 +222,8 @@ register(OpDef(
            "ctx": Attr(parse_ctx, None), "dtype": Attr(_dtype_or(_I32), None)},
     infer=lambda shapes, dtypes, shape, dtype, **_: ([tuple(shape)], [dtype or _I32]),
     test=OpTest(random=True, grad=False, grad2=False, cases=(
-        ((), {"low": -3, "high": 5, "shape": (4, 5)}), ((), {"low": 0, "high": 2, "shape": (6,), "dtype": "int64"}))),
+        ((), {"low": -3, "high": 5, "shape": (4, 5)}), ((), {"low": 0, "high": 2, "shape": (6,), "dtype": "int64"})),
+        moments=lambda low, high, **_: ((low + high - 1) / 2, ((high - low) ** 2 - 1) / 12)),
     doc="Integers drawn uniformly from [low, high) (int32 by default)."))
 
 

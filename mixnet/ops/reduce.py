@@ -246,9 +246,12 @@ _SIZE0_CASES = ((((0, 3),), {"axis": 0}), (((2, 0),), {"axis": 0}), (((0, 3),), 
 
 
 def _reduction(name, kernel, grad, ref, aliases=(), cases=_REDUCE_CASES, domain=(-2.0, 2.0), doc="",
-               infer=_reduce_infer, **kw):
+               infer=_reduce_infer, fusible=False, **kw):
+    """fusible: a sum-type reduction (sum, mean) that the fusion pass can append to an elementwise kernel."""
+    reduction = (lambda attrs, shape: (name, reduce_axes(shape, attrs["axis"], attrs["exclude"]))) if fusible else None
     register(OpDef(name=name, kernel=kernel, attrs=_REDUCE_ATTRS, grad=grad, aliases=aliases, kind="reduce",
-                   infer=infer, test=OpTest(ref=_ref(ref), cases=cases, domain=domain, **kw), doc=doc))
+                   infer=infer, reduction=reduction,
+                   test=OpTest(ref=_ref(ref), cases=cases, domain=domain, **kw), doc=doc))
 
 
 def _np_mean(x, axes):
@@ -256,10 +259,10 @@ def _np_mean(x, axes):
 
 
 _reduction("sum", _sum_kernel, _sum_grad, lambda x, a: x.sum(axis=a), aliases=("sum_axis",),
-           cases=_REDUCE_CASES + _SIZE0_CASES, doc="Sum over the given axes.")
+           cases=_REDUCE_CASES + _SIZE0_CASES, fusible=True, doc="Sum over the given axes.")
 _reduction("mean", _mean_kernel, _mean_grad, _np_mean, cases=_REDUCE_CASES + _SIZE0_CASES[1:2] + (
                (((4, 1),), {"axis": 0, "exclude": True}), (((2, 1, 3),), {"axis": 1, "keepdims": True})),
-           doc="Mean over the given axes.")
+           fusible=True, doc="Mean over the given axes.")
 _reduction("prod", _prod_kernel, _prod_grad, lambda x, a: x.prod(axis=a), cases=_REDUCE_CASES + _SIZE0_CASES,
            domain=(0.5, 1.5), doc="Product over the given axes (zero-safe gradient).")
 _reduction("max", _extreme_kernel("max", "max"), _extreme_grad, lambda x, a: x.max(axis=a), aliases=("max_axis",),

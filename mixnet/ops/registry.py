@@ -9,7 +9,11 @@ from typing import Any, Callable, Optional
 from ..base import MXNetError
 from .attrs import parse_attrs
 
-__all__ = ["OpDef", "OpTest", "register", "get", "all_ops", "find"]
+__all__ = ["OpDef", "OpTest", "ParamShapes", "ELEMENTWISE_KINDS", "register", "get", "all_ops", "find"]
+
+# The kinds whose output element i depends only on element i of each (broadcast) input: what fusion, in-place
+# reuse and mirroring may treat as a pointwise function.
+ELEMENTWISE_KINDS = ("unary", "binary", "broadcast", "scalar")
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,23 @@ class OpTest:
     grad_atol: float = 1e-3
     dtype: str = "float32"
     random: bool = False           # output is random: forward compares statistics, not values
+    moments: Optional[Callable] = None  # random ops: moments(*inputs, **attrs) -> (mean, variance) of each element
+    #                                     of the first output (broadcastable to it), which the forward test checks
+
+
+@dataclass(frozen=True)
+class ParamShapes:
+    """How graph shape inference fills an op's parameter inputs backwards from its data input, as MXNet's C++
+    shape functions do (a FullyConnected weight from the data's width).
+
+    rule(attrs, shapes) -> {input index: shape}, shapes[i] None when unknown. partial: the rule reads partly
+    known shapes (0 = an unknown dim) sensibly; otherwise such an input reaches it as None. variables_only: it
+    fills only variable and creation inputs (a computed label may have any shape the loss accepts); otherwise it
+    also fills an unknown computed input (a weight passed through `cast`), which then flows back to its producer.
+    """
+    rule: Callable
+    partial: bool = False
+    variables_only: bool = False
 
 
 @dataclass(eq=False)
@@ -80,12 +101,23 @@ class OpDef:
     named_inputs: Optional[bool] = None      # MXNet lists input names (FListInputNames), so monitors and op
     #                                          hooks call them <node>_<name>; else <node>_input<i>. None: True
     #                                          except for the unary, scalar and reduce families
+    param_shapes: Optional[ParamShapes] = None   # parameter-input shapes from the data's (graph inference)
+    dtype_attr: bool = False                 # the output dtype is the `dtype` attribute (Cast, one_hot, argmax)
+    reshape: bool = False                    # the output is input 0's data in another shape (Reshape, Flatten):
+    #                                          one that keeps the input's shape and dtype does nothing
+    reduction: Optional[Callable] = None     # reduction(attrs, input shape) -> ("sum" | "mean", axes) for the
+    #                                          sum-type reductions the fusion pass can append to a kernel
+    input_init: dict = field(default_factory=dict)   # input name -> MXNet's __init__ for an auto-created variable
     test: Optional[OpTest] = None
     doc: str = ""
 
     def __post_init__(self):
         # The dispatcher's fast path: the kernel needs nothing beyond arrays and attributes.
         self.simple_kernel = not (self.train_aware or self.random or self.mutates)
+
+    @property
+    def elementwise(self):
+        return self.kind in ELEMENTWISE_KINDS
 
     def input_names(self, attrs):
         return self.inputs(attrs) if callable(self.inputs) else self.inputs

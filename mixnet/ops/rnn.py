@@ -50,7 +50,7 @@ from . import _rnn_fast
 from .attrs import REQUIRED, Attr, choice, optional, parse_bool, parse_float, parse_int
 from .common import call, check_same_dtypes, concat_shape
 from .nn_norm import _final_gradient, _replayed
-from .registry import OpDef, OpTest, register
+from .registry import OpDef, OpTest, ParamShapes, register
 
 __all__ = ["param_size", "param_layout"]
 
@@ -714,8 +714,22 @@ def _case(mode, t, n, i, h, layers=1, bidir=False, lens=False, **attrs):
     return tuple(shapes), a
 
 
+def _param_shapes(a, s):
+    """The fused parameter vector and the begin states from the data's (seq, batch, size)."""
+    if s[0] is None:
+        return {}
+    seq, batch, size = s[0]
+    d = 2 if a["bidirectional"] else 1
+    h = a["state_size"]
+    out = {1: (param_size(a, size),), 2: (a["num_layers"] * d, batch, a.get("projection_size") or h)}
+    if a["mode"] == "lstm":
+        out[3] = (a["num_layers"] * d, batch, h)
+    return out
+
+
 register(OpDef(
     name="RNN", kernel=_k_rnn, inputs=_input_names, attrs=_ATTRS, grad=_g_rnn, infer=_infer,
+    param_shapes=ParamShapes(_param_shapes, variables_only=True),
     num_outputs=_n_outputs, num_visible=_n_visible, train_aware=True, random=True, nondiff_inputs=(4,),
     output_names=("output", "state_output", "statecell_output"), json_outputs=_n_visible,
     test=OpTest(ref=_ref_rnn, domain=(-1.0, 1.0), int_inputs={4: (1, 4)}, dtype="float32", rtol=1e-4, atol=1e-5,

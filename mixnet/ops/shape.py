@@ -147,7 +147,7 @@ def _flatten(xp, x):
 
 register(OpDef(
     name="Flatten", kernel=_flatten, aliases=("flatten",), kind="shape",
-    named_inputs=False,
+    named_inputs=False, reshape=True,
     infer=lambda shapes, dtypes: ([_flat_shape(tuple(shapes[0]))], [dtypes[0]]),
     grad=lambda c, g: (call("reshape_like", g, c.inputs[0]),),
     test=OpTest(ref=lambda x: x.reshape(x.shape[0], -1) if x.ndim > 1 else x.reshape(-1, 1), cases=(
@@ -178,7 +178,7 @@ def _reshape_like(xp, lhs, rhs, lhs_begin, lhs_end, rhs_begin, rhs_end):
 
 _OPT_INT = optional(parse_int)
 register(OpDef(
-    name="reshape_like", kernel=_reshape_like, inputs=("lhs", "rhs"), nondiff_inputs=(1,), kind="shape",
+    name="reshape_like", kernel=_reshape_like, inputs=("lhs", "rhs"), nondiff_inputs=(1,), kind="shape", reshape=True,
     infer=lambda shapes, dtypes, **a: ([_reshape_like_shape(tuple(shapes[0]), tuple(shapes[1]), **a)], [dtypes[0]]),
     attrs={"lhs_begin": Attr(_OPT_INT, None), "lhs_end": Attr(_OPT_INT, None),
            "rhs_begin": Attr(_OPT_INT, None), "rhs_end": Attr(_OPT_INT, None)},

@@ -101,7 +101,7 @@ def _ref_argsort(data, axis, is_ascend, dtype):
 
 
 register(OpDef(
-    name="argsort", kernel=_argsort, differentiable=False,
+    name="argsort", kernel=_argsort, differentiable=False, dtype_attr=True,
     infer=lambda shapes, dtypes, axis, is_ascend, dtype: ([_flat_shape(shapes[0], axis)[0]], [dtype]),
     attrs={"axis": Attr(optional(parse_int), -1), "is_ascend": Attr(parse_bool, True), "dtype": _IDX_DTYPE},
     test=OpTest(ref=_ref_argsort, grad=False, grad2=False, cases=(
@@ -183,7 +183,7 @@ def _ref_topk(data, axis, k, ret_typ, is_ascend, dtype):
 
 
 register(OpDef(
-    name="topk", kernel=_topk, num_outputs=_topk_outputs, num_visible=_topk_visible, grad=_topk_grad,
+    name="topk", kernel=_topk, num_outputs=_topk_outputs, num_visible=_topk_visible, grad=_topk_grad, dtype_attr=True,
     infer=_topk_infer,
     attrs={"axis": Attr(optional(parse_int), -1), "k": Attr(parse_int, 1),
            "ret_typ": Attr(choice("both", "indices", "mask", "value"), "indices"),

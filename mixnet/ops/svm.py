@@ -9,7 +9,7 @@ import numpy as np
 
 from .attrs import Attr, parse_bool, parse_float
 from .common import call
-from .registry import OpDef, OpTest, register
+from .registry import OpDef, OpTest, ParamShapes, register
 
 
 def _svm_infer(shapes, dtypes, **attrs):
@@ -64,6 +64,7 @@ def _ref_svm_grad(x, label, margin=1.0, regularization_coefficient=1.0, use_line
 register(OpDef(
     name="SVMOutput", kernel=_k_svm_output,
     inputs=("data", "label"), attrs=_SVM_ATTRS, nondiff_inputs=(1,), infer=_svm_infer,
+    param_shapes=ParamShapes(lambda a, s: {1: tuple(s[0][:-1])} if s[0] is not None and len(s[0]) > 1 else {}),
     grad=lambda c, g: (call("_svm_output_grad", c.inputs[0], c.inputs[1], **c.attrs), None),
     test=OpTest(ref=lambda x, label, **a: x, int_inputs={1: (0, 4)}, grad=False, grad2=False, cases=(
         (((3, 4), (3,)), {}), (((2, 3, 4), (2, 3)), {"use_linear": True, "margin": 0.5}),

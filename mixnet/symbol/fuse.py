@@ -20,17 +20,14 @@ import numpy as np
 
 from .. import config
 from ..ops import registry
-from ..ops.reduce import reduce_axes
 from .graph import FOLDED, Node, graph_types, rewrite, topo_order
 from .symbol import Symbol
 from .typed import typed
 
-_FUSIBLE_KINDS = ("unary", "binary", "broadcast", "scalar")
-
 
 def _fusible(node, eshape, edtype):
     op = node.op
-    if op is None or op.scalar is None or op.kind not in _FUSIBLE_KINDS or op.variadic or op.random:
+    if op is None or op.scalar is None or not op.elementwise or op.variadic or op.random:
         return False
     if op.n_outputs(node.attrs) != 1 or (id(node), 0) not in eshape:
         return False
@@ -84,21 +81,6 @@ def _groups(nodes, fusible, eshape):
     return list(groups.values())
 
 
-def _reduction_axes(node, shape):
-    """(kind, axes) when `node` is a sum/mean-type reduction of an array of `shape` (its input), else None."""
-    name = node.op.name if node.op is not None else None
-    if name in ("sum", "mean"):
-        return name, reduce_axes(shape, node.attrs["axis"], node.attrs["exclude"])
-    if name == "_sum_to":
-        target = tuple(node.attrs["shape"])
-        lead = len(shape) - len(target)
-        if lead < 0:
-            return None
-        return "sum", tuple(range(lead)) + tuple(lead + i for i, d in enumerate(target)
-                                                 if d == 1 and shape[lead + i] != 1)
-    return None
-
-
 # Row sums fuse only for rows of at least the reduce kernel's lane span (numba_reduce.LANES * FLUSH = 4096 values):
 # shorter rows take its float64 path, measured 1.26-1.40x slower than the fused group followed by numpy's row sums
 # (sum(tanh(x*0.5+1)*x, axis=1), rows of 1000). Tests lower it to reach the kernels with small shapes.
@@ -115,7 +97,7 @@ def _fusible_reduction(output, consumers, heads, eshape, edtype):
         return None
     node = readers[0]
     shape = eshape[(id(output), 0)]
-    found = _reduction_axes(node, shape)
+    found = node.op.reduction(node.attrs, shape) if node.op is not None and node.op.reduction else None
     if found is None or edtype.get((id(node), 0)) != edtype[(id(output), 0)]:
         return None
     layout = plan(shape, found[1])

@@ -1,11 +1,11 @@
 """Shape and dtype inference over a graph.
 
 Forward inference uses the registry (`mixnet.ops.common.infer`: each op's pure `infer`, shapes from shapes, no
-kernel runs). Parameter shapes are inferred backwards from the data input by the small per-op rules below (MXNet's
-ops do this in their C++ shape functions); a `0` in a declared `__shape__` or in a creation op's `shape` (RNN begin
-states `(L, 0, H)`) means an unknown dimension (so does a `-1` in a declared `__shape__`, as MXNet's np-shape
-files write it). A given or declared shape with a negative dimension, or more elements than MIXNET_MAX_ELEMENTS,
-is refused.
+kernel runs). Parameter shapes are inferred backwards from the data input by the rule each op declares
+(`OpDef.param_shapes`; MXNet's ops do this in their C++ shape functions); a `0` in a declared `__shape__` or in
+a creation op's `shape` (RNN begin states `(L, 0, H)`) means an unknown dimension (so does a `-1` in a declared
+`__shape__`, as MXNet's np-shape files write it). A given or declared shape with a negative dimension, or more
+elements than MIXNET_MAX_ELEMENTS, is refused.
 
 Control-flow nodes hold subgraphs, inferred through `infer_subgraph`. Within one top-level inference each subgraph
 is inferred once per distinct set of input shapes and dtypes (a memo), and a node's parameter rule runs only
@@ -51,112 +51,6 @@ def _merge(old, new):
 
 def _prod(shape):
     return int(np.prod(shape)) if len(shape) else 1
-
-
-# ---------------------------------------------------------------------------------------------------------
-# parameter shape rules: rule(attrs, shapes) -> {input index: shape}; shapes[i] is None when unknown
-def _fc(a, s):
-    if s[0] is None:
-        return {}
-    units = _prod(s[0][1:]) if a["flatten"] else s[0][-1]
-    return {1: (a["num_hidden"], units), 2: (a["num_hidden"],)}
-
-
-def _channel_axis(a, ndim):
-    layout = a.get("layout")
-    return ndim - 1 if layout and layout.endswith("C") else 1
-
-
-def _conv(a, s):
-    if s[0] is None:
-        return {}
-    c = s[0][_channel_axis(a, len(s[0]))]
-    k = tuple(a["kernel"])
-    layout = a.get("layout")
-    if layout and layout.endswith("C"):
-        w = (a["num_filter"],) + k + (c // a["num_group"],)
-    else:
-        w = (a["num_filter"], c // a["num_group"]) + k
-    return {1: w, 2: (a["num_filter"],)}
-
-
-def _deconv(a, s):
-    if s[0] is None:
-        return {}
-    c = s[0][1]
-    return {1: (c, a["num_filter"] // a["num_group"]) + tuple(a["kernel"]), 2: (a["num_filter"],)}
-
-
-def _norm_axis(a, s, n):
-    if s[0] is None:
-        return {}
-    c = s[0][a.get("axis", 1) % len(s[0])]
-    return {i: (c,) for i in range(1, n)}
-
-
-def _rnn(a, s):
-    if s[0] is None:
-        return {}
-    from ..ops import rnn as rnn_ops   # present when the RNN op is registered
-    seq, batch, size = s[0]
-    d = 2 if a["bidirectional"] else 1
-    h = a["state_size"]
-    hs = a.get("projection_size") or h
-    out = {1: (rnn_ops.param_size(a, size),), 2: (a["num_layers"] * d, batch, hs)}
-    if a["mode"] == "lstm":
-        out[3] = (a["num_layers"] * d, batch, h)
-    return out
-
-
-def _control_flow(op_name):
-    """Parameter rule of a control-flow node: its subgraphs are inferred with what is known, and the shapes their
-    inputs get flow back to the node's inputs (a Dense weight used inside a foreach body)."""
-    def rule(a, s):
-        from ..ops.control_flow import feeds
-        out = {}
-        n_step = len(a["in_data_locs"]) if op_name == "_foreach" else 0
-        for graph, slots in feeds(op_name, a):
-            names = graph.list_inputs()
-            given = {}
-            for name, slot in zip(names, slots):
-                if slot < len(s) and s[slot] is not None:
-                    given[name] = (tuple(s[slot][1:]) or (1,)) if slot < n_step else s[slot]
-            eshape, _ = infer_subgraph(graph, given, {}, True)
-            variables = {n.name: n for n in graph._nodes() if n.op is None}
-            for name, slot in zip(names, slots):
-                shape = eshape.get((id(variables[name]), 0))
-                if slot >= n_step and known(shape):
-                    out[slot] = shape
-        return out
-    return rule
-
-
-PARAM_RULES = {
-    "FullyConnected": _fc,
-    "Convolution": _conv,
-    "Deconvolution": _deconv,
-    "BatchNorm": lambda a, s: _norm_axis(a, s, 5),
-    "BatchNorm_v1": lambda a, s: _norm_axis({"axis": 1}, s, 5),
-    "_contrib_SyncBatchNorm": lambda a, s: _norm_axis({"axis": 1}, s, 5),
-    "LayerNorm": lambda a, s: _norm_axis(a, s, 3),
-    "InstanceNorm": lambda a, s: _norm_axis({"axis": 1}, s, 3),
-    "Embedding": lambda a, s: {1: (a["input_dim"], a["output_dim"])},
-    "LeakyReLU": lambda a, s: {1: (s[0][1],)} if s[0] is not None and len(s[0]) > 1 else {},
-    # MXNet's label shapes: (N, spatial size) with multi_output, else the data's shape without its last axis
-    "SoftmaxOutput": lambda a, s: ({1: (s[0][0], _prod(s[0][2:])) if a.get("multi_output") else tuple(s[0][:-1])}
-                                   if s[0] is not None and len(s[0]) >= (2 if a.get("multi_output") else 1)
-                                   else {}),
-    "RNN": _rnn,
-    "UpSampling": lambda a, s: {1: (s[0][1], 1) + (2 * a["scale"] - a["scale"] % 2,) * 2}
-    if a["sample_type"] == "bilinear" and s[0] is not None else {},
-    "SVMOutput": lambda a, s: {1: tuple(s[0][:-1])} if s[0] is not None and len(s[0]) > 1 else {},
-    "_foreach": _control_flow("_foreach"),
-    "_while_loop": _control_flow("_while_loop"),
-    "_cond": _control_flow("_cond"),
-}
-
-
-_DTYPE_ATTR_OPS = frozenset(("Cast", "cast", "Embedding", "one_hot", "argmax", "argmin", "topk", "argsort"))
 
 
 def _var_shape(node):
@@ -238,15 +132,6 @@ def infer_graph(nodes, shapes=None, dtypes=None, partial=False):
 # are unknown (MXNet's elementwise shape functions do this), so `elemwise_add(x2h, h2h)` gets its output shape from
 # x2h alone and gives it back to h2h.
 _SAME_SHAPE_KINDS = ("unary", "scalar", "binary")
-
-# Parameter rules that read partial input shapes (0 = unknown dim) sensibly; the others see such an input as unknown.
-_PARTIAL_RULES = frozenset(("FullyConnected", "Convolution", "Deconvolution", "BatchNorm", "BatchNorm_v1",
-                            "_contrib_SyncBatchNorm", "LayerNorm", "InstanceNorm", "Embedding", "LeakyReLU",
-                            "SoftmaxOutput", "_foreach"))
-
-# Rules that fill only variables: a computed label may have any of the shapes the loss accepts. The others also
-# fill an unknown computed input (a weight passed through `cast`), which then flows back to its producer.
-_VARIABLE_ONLY_RULES = frozenset(("SoftmaxOutput", "RNN", "_foreach", "_while_loop", "_cond"))
 
 # Output shapes from a partial data shape, for ops whose output dims each come from one known place (MXNet's
 # FullyConnected gives (batch, num_hidden) with the batch still unknown, so a recurrent cell's h2h has a shape;
@@ -357,22 +242,22 @@ def _infer_nodes(nodes, shapes, dtypes, partial):
 def _apply_rule(node, ins, state):
     """Runs the node's parameter rule (if any) while some input is unknown; fills variable/creation inputs."""
     eshape, _, _, ruled, _ = state
-    rule = PARAM_RULES.get(node.op.name)
+    rule = node.op.param_shapes
     if rule is None or all(known(s) for s in ins):
         return False
-    seen = [s if known(s) or (s is not None and node.op.name in _PARTIAL_RULES) else None for s in ins]
+    seen = [s if known(s) or (s is not None and rule.partial) else None for s in ins]
     # a rule only fills unknown inputs, and gives the same answer for the same inputs
     if ruled.get(id(node)) == seen:
         return False
     ruled[id(node)] = seen
     changed = False
-    for slot, shape in rule(node.attrs, seen).items():
+    for slot, shape in rule.rule(node.attrs, seen).items():
         if slot >= len(node.inputs):
             continue
         src, idx = node.inputs[slot]
         key = (id(src), idx)
         old = eshape.get(key)
-        if known(old) or (src.op is not None and not src.op.creates and node.op.name in _VARIABLE_ONLY_RULES):
+        if known(old) or (src.op is not None and not src.op.creates and rule.variables_only):
             continue
         merged = _merge(old, shape) if old is not None else tuple(shape)
         if merged is None:
@@ -440,7 +325,7 @@ def _infer_node(node, state):
         done.add(id(node))
         return True
     if (id(node), 0) not in edtype:      # dtype only: the op's dtype attribute or its inputs'
-        d = node.attrs.get("dtype") if node.op.name in _DTYPE_ATTR_OPS else None
+        d = node.attrs.get("dtype") if node.op.dtype_attr else None
         d = np.dtype(d) if d is not None else first
         if d is not None:
             edtype[(id(node), 0)] = d

@@ -111,9 +111,6 @@ def assign_buffers(symbol, eshape, edtype, eligible):
     return slot_of, slots
 
 
-_ELEMENTWISE = ("unary", "binary", "broadcast", "scalar")
-
-
 def inplace_reuse(symbol, eshape, edtype, written=()):
     """{id(node): (src, index)}: elementwise nodes that write their result over that input. The input must be
     owned by the call (made by an op that writes its own result, `writes_out`, so not a view and not a graph
@@ -126,7 +123,7 @@ def inplace_reuse(symbol, eshape, edtype, written=()):
     for step, node in enumerate(nodes):
         op = node.op
         if (op is None or not op.writes_out or node.num_outputs() != 1 or (id(node), 0) in written
-                or (op.kind not in _ELEMENTWISE and op.name != "_fused_elemwise")):
+                or (not op.elementwise and op.name != "_fused_elemwise")):
             continue
         for src, index in node.inputs:
             key = (id(src), index)

@@ -76,10 +76,6 @@ def cse(symbol):
     return Symbol(rewrite(symbol._outputs, merge))
 
 
-# Ops that only relabel the shape: a node of one of these that keeps its input's shape and dtype does nothing.
-_RESHAPES = ("Reshape", "Flatten", "reshape_like")
-
-
 def drop_identity_reshapes(symbol, eshape=None, edtype=None):
     """Removes reshapes whose output has the input's shape (a Dense's backward has one per gradient: each a kernel
     call for nothing). eshape/edtype: every entry's exact shape and dtype (autodiff.exact_types), for an untyped
@@ -90,7 +86,7 @@ def drop_identity_reshapes(symbol, eshape=None, edtype=None):
     heads = {id(n) for n, _ in symbol._outputs}
 
     def drop(node, inputs):
-        if node.op is None or node.op.name not in _RESHAPES or not node.inputs:
+        if node.op is None or not node.op.reshape or not node.inputs:
             return None
         src = (id(node.inputs[0][0]), node.inputs[0][1])
         same = eshape[(id(node), 0)] == eshape[src] and edtype[(id(node), 0)] == edtype[src]

@@ -23,11 +23,6 @@ from .json_io import graph_from_json, graph_to_json
 __all__ = ["Symbol", "var", "Variable", "Group", "load", "load_json", "fromjson", "make_function",
            "build_functions", "create_node"]
 
-# inputs whose auto-created variables MXNet gives an initializer (BatchNorm's running statistics, PReLU's slope)
-_INPUT_INIT = {("BatchNorm", "moving_mean"): '["zero", {}]', ("BatchNorm", "moving_var"): '["one", {}]',
-               ("LeakyReLU", "gamma"): '["Constant", {"value": 0.25}]'}
-
-
 # {variable name: NDArray} while hybridize traces: arrays made inside forward become constant inputs of the graph
 TRACE_CONSTANTS = contextvars.ContextVar("mixnet_trace_constants", default=None)
 
@@ -543,7 +538,7 @@ def create_node(op_name, inputs, given, name=None, attr=None, name_hint=None, mi
         full = list(inputs)
         for arg in missing:
             var_raw = dict(op_raw)
-            init = _INPUT_INIT.get((op.name, arg))
+            init = op.input_init.get(arg)       # MXNet's initializer (BatchNorm's running statistics)
             if init:
                 var_raw["__init__"] = init
             full[slots[arg]] = Symbol([(Node(None, f"{node_name}_{arg}", {}, var_raw, (), node.location), 0)])

@@ -36,10 +36,35 @@ def _as_tuple(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
+# Draws per element for the statistics of a random op's output (fixed seed: the check is deterministic).
+DRAWS = 1000
+
+
+def check_random(op, arrays, attrs, seed, outs):
+    """A random op: the outputs have the shapes and dtypes its infer gives, and where the op declares its
+    moments, each element's sample mean (over DRAWS calls) lies within 5 standard errors of the mean, and the
+    pooled standardized variance within 5 standard errors of 1 (error bound for kurtosis up to 9)."""
+    parsed = op.parse(attrs)
+    shapes, dtypes = op.infer([a.shape for a in arrays], [a.dtype for a in arrays], **parsed)
+    for got, shape, dtype in zip(outs, shapes, dtypes):
+        assert got.shape == tuple(shape) and got.dtype == np.dtype(dtype), (op.name, attrs, got.shape, got.dtype)
+    if op.test.moments is None or not outs[0].size:
+        return
+    mx.random.seed(seed)
+    draws = np.stack([run_op(op, arrays, attrs)[0].asnumpy().astype(np.float64) for _ in range(DRAWS)])
+    mean, var = (np.broadcast_to(np.asarray(m, np.float64), draws.shape[1:])
+                 for m in op.test.moments(*arrays, **parsed))
+    err = np.abs(draws.mean(axis=0) - mean) / np.sqrt(var / DRAWS)
+    assert err.max() < 5, f"{op.name} {attrs}: sample means {err.max():.1f} standard errors off"
+    ratio = (((draws - mean) ** 2).mean(axis=0) / var).mean()
+    assert abs(ratio - 1) < 5 * np.sqrt(8 / draws.size), f"{op.name} {attrs}: variance ratio {ratio:.3f}"
+
+
 def check_forward(op, shapes, attrs, seed):
     arrays = make_inputs(op.test, shapes, seed)
     outs = run_op(op, arrays, attrs)
     if op.test.random:
+        check_random(op, arrays, attrs, seed, outs)
         return
     expected = _as_tuple(op.test.ref(*[a.copy() for a in arrays], **op.parse(attrs)))
     assert len(outs) == len(expected), f"{op.name}: {len(outs)} outputs, reference has {len(expected)}"

@@ -25,7 +25,8 @@ VOCAB = {
     "expm1": np.expm1, "floor": np.floor, "fmod_floor": np.mod, "hypot": np.hypot, "isfinite": np.isfinite,
     "isinf": np.isinf, "isnan": np.isnan, "log": np.log, "log10": np.log10, "log1p": np.log1p, "log2": np.log2,
     "max": np.maximum, "min": np.minimum, "pow": np.power, "rint": np.rint,
-    "round": lambda x: np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5)), "sign": np.sign, "sin": np.sin,
+    "round": lambda x: np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5)), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "sign": np.sign, "sin": np.sin,
     "sinh": np.sinh, "sqrt": np.sqrt, "tan": np.tan, "tanh": np.tanh, "trunc": np.trunc,
 }
 SPECIAL = {"erf", "erfinv", "lgamma", "tgamma"}      # rendered by the code generators' own approximations
