@@ -15,10 +15,9 @@ import warnings
 import numpy as np
 
 from .. import autograd, config
-from ..base import MXNetError
+from ..base import MXNetError, dtype_name
 from ..context import current_context
 from ..ndarray.ndarray import NDArray, _wrap
-from ..ops.common import dtype_name
 from ..symbol import passes
 from ..symbol.contrib import TRACE_SHAPES
 from ..symbol.symbol import TRACE_CONSTANTS

@@ -17,7 +17,8 @@ import contextvars
 from .. import attribute, name as name_module
 from ..base import MXNetError
 from ..ops import registry
-from .graph import Node, user_location
+from .._source import user_location
+from .graph import Node
 from .symbol import Group, Symbol, make_function, var
 
 __all__ = ["foreach", "while_loop", "cond", "TRACE_SHAPES"]

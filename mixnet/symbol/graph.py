@@ -5,11 +5,8 @@ of a registry op. Its inputs are `(node, output_index)` entries. `attrs` holds t
 attributes (what the kernel receives); `raw` holds the string attributes MXNet would write to `-symbol.json`
 (the attributes the user gave explicitly, in MXNet's spelling, plus hidden `__key__` attributes).
 """
-import os
-
 import numpy as np
 
-from .._source import user_frame
 from ..ops.attrs import REQUIRED, format_attr, parse_subgraph
 
 __all__ = ["Node", "topo_order", "mx_str", "raw_from_attrs", "subgraphs"]
@@ -72,20 +69,6 @@ def subgraphs(node):
     if node.op is None:
         return []
     return [(key, node.attrs[key]) for key, spec in node.op.attrs.items() if spec.parse is parse_subgraph]
-
-
-def user_location():
-    """'path:line' of the user's code that is creating a node, or None inside mixnet."""
-    frame = user_frame()
-    if frame is None:
-        return None
-    filename = frame[0]
-    if not filename.startswith("<"):
-        try:
-            filename = os.path.relpath(filename)
-        except ValueError:
-            pass
-    return f"{filename}:{frame[1]}"
 
 
 def topo_order(heads):

@@ -16,7 +16,8 @@ from ..base import MXNetError, NotImplementedForSymbol
 from ..ops import registry
 from ..ops.binding import bind_call
 from ..serialization import dtype_code
-from .graph import Node, mx_str, subgraphs, topo_order, user_location
+from .._source import user_location
+from .graph import Node, mx_str, subgraphs, topo_order
 from .infer import infer_graph, known
 from .json_io import graph_from_json, graph_to_json
 
