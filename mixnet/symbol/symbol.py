@@ -12,11 +12,11 @@ import numpy as np
 from .. import attribute, name as name_module
 from .._shape_mode import is_np_shape
 from .._atomic import write_atomic
+from .._source import user_location
 from ..base import MXNetError, NotImplementedForSymbol
 from ..ops import registry
 from ..ops.binding import bind_call
 from ..serialization import dtype_code
-from .._source import user_location
 from .graph import Node, mx_str, subgraphs, topo_order
 from .infer import infer_graph, known
 from .json_io import graph_from_json, graph_to_json
