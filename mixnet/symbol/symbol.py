@@ -12,6 +12,7 @@ import numpy as np
 from .. import attribute, name as name_module
 from .._shape_mode import is_np_shape
 from .._atomic import write_atomic
+from .._operator_table import install_operators
 from .._source import user_location
 from ..base import MXNetError, NotImplementedForSymbol
 from ..ops import registry
@@ -339,78 +340,28 @@ class Symbol:
         return lines
 
     # ------------------------------------------------------------------ arithmetic (broadcasting)
-    def _binary(self, other, array_op, scalar_op, hint, scalar_hint, reverse=False):
+    # + - * / % ** and the comparisons come from the operator table (_operator_method, below the class)
+    def _binary(self, other, entry, reverse=False):
+        """self <op> other (other <op> self when reverse): a Symbol or an array (a constant input) -> the
+        broadcasting op, a number -> the scalar op; the nodes are named as MXNet names them."""
+        array_hint, scalar_hint, rscalar_hint = entry.hints
         if isinstance(other, Symbol):
             lhs, rhs = (other, self) if reverse else (self, other)
-            return create_node(array_op, [lhs, rhs], {}, name_hint=hint)
+            return create_node(entry.array_op, [lhs, rhs], {}, name_hint=array_hint)
         if isinstance(other, (int, float, np.number, bool)) and not isinstance(other, np.ndarray):
-            return create_node(scalar_op, [self], {"scalar": other}, name_hint=scalar_hint)
+            if reverse:
+                return create_node(entry.rscalar_op, [self], {"scalar": other}, name_hint=rscalar_hint)
+            return create_node(entry.scalar_op, [self], {"scalar": other}, name_hint=scalar_hint)
         if _is_array(other):
             lhs, rhs = (constant(other), self) if reverse else (self, constant(other))
-            return create_node(array_op, [lhs, rhs], {}, name_hint=hint)
+            return create_node(entry.array_op, [lhs, rhs], {}, name_hint=array_hint)
         return NotImplemented
-
-    def __add__(self, o):
-        return self._binary(o, "broadcast_add", "_plus_scalar", "_plus", "_plusscalar")
-
-    __radd__ = __add__
-
-    def __sub__(self, o):
-        return self._binary(o, "broadcast_sub", "_minus_scalar", "_minus", "_minusscalar")
-
-    def __rsub__(self, o):
-        return self._binary(o, "broadcast_sub", "_rminus_scalar", "_minus", "_rminusscalar", reverse=True)
-
-    def __mul__(self, o):
-        return self._binary(o, "broadcast_mul", "_mul_scalar", "_mul", "_mulscalar")
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, o):
-        return self._binary(o, "broadcast_div", "_div_scalar", "_div", "_divscalar")
-
-    def __rtruediv__(self, o):
-        return self._binary(o, "broadcast_div", "_rdiv_scalar", "_div", "_rdivscalar", reverse=True)
-
-    __div__, __rdiv__ = __truediv__, __rtruediv__
-
-    def __mod__(self, o):
-        return self._binary(o, "broadcast_mod", "_mod_scalar", "_mod", "_modscalar")
-
-    def __rmod__(self, o):
-        return self._binary(o, "broadcast_mod", "_rmod_scalar", "_mod", "_rmodscalar", reverse=True)
-
-    def __pow__(self, o):
-        return self._binary(o, "broadcast_power", "_power_scalar", "_power", "_powerscalar")
-
-    def __rpow__(self, o):
-        return self._binary(o, "broadcast_power", "_rpower_scalar", "_power", "_rpower_scalar", reverse=True)
 
     def __neg__(self):
         return self.__mul__(-1.0)
 
     def __abs__(self):
         return create_node("abs", [self], {}, name_hint="abs")
-
-    def __eq__(self, o):
-        return self._binary(o, "broadcast_equal", "_equal_scalar", "_equal", "_equal_scalar")
-
-    def __ne__(self, o):
-        return self._binary(o, "broadcast_not_equal", "_not_equal_scalar", "_not_equal", "_not_equal_scalar")
-
-    def __gt__(self, o):
-        return self._binary(o, "broadcast_greater", "_greater_scalar", "_greater", "_greater_scalar")
-
-    def __ge__(self, o):
-        return self._binary(o, "broadcast_greater_equal", "_greater_equal_scalar", "_greater_equal",
-                            "_greater_equal_scalar")
-
-    def __lt__(self, o):
-        return self._binary(o, "broadcast_lesser", "_lesser_scalar", "_lesser", "_lesser_scalar")
-
-    def __le__(self, o):
-        return self._binary(o, "broadcast_lesser_equal", "_lesser_equal_scalar", "_lesser_equal",
-                            "_lesser_equal_scalar")
 
     __hash__ = object.__hash__
 
@@ -496,6 +447,16 @@ class Symbol:
             raise AttributeError(f"'Symbol' object has no attribute {name!r}")
         fn = make_function(op, name)
         return lambda *args, **kwargs: fn(self, *args, **kwargs)
+
+
+def _operator_method(entry, reflected):
+    """Symbol's method for an operator of mixnet/_operator_table.py."""
+    def method(self, other):
+        return self._binary(other, entry, reverse=reflected)
+    return method
+
+
+install_operators(Symbol, _operator_method)
 
 
 def _call(public_name, *args, **kwargs):
