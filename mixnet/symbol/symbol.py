@@ -208,21 +208,23 @@ class Symbol:
         nodes = self._nodes()
         return nodes, infer_graph(nodes, shapes, dtypes, partial)
 
-    def _shape_args(self, args, kwargs):
+    def _inputs_by_name(self, what, values, args, kwargs):
+        """{input name: value} from infer_shape's / infer_type's arguments: by name, or positionally in
+        list_arguments() order (None: not given)."""
         names = self.list_arguments()
         if args:
             if kwargs:
-                raise MXNetError("infer_shape: give shapes either positionally or by name, not both")
+                raise MXNetError(f"{what}: give {values} either positionally or by name, not both")
             if len(args) > len(names):
-                raise MXNetError(f"infer_shape: {len(args)} shapes given for {len(names)} arguments {names}")
-            kwargs = {n: s for n, s in zip(names, args) if s is not None}
+                raise MXNetError(f"{what}: {len(args)} {values} given for {len(names)} arguments {names}")
+            kwargs = {n: v for n, v in zip(names, args) if v is not None}
         unknown = [k for k in kwargs if k not in self.list_inputs()]
         if unknown:
-            raise MXNetError(f"infer_shape: {unknown} are not inputs of this symbol (inputs: {self.list_inputs()})")
-        return {k: tuple(v) for k, v in kwargs.items()}
+            raise MXNetError(f"{what}: {unknown} are not inputs of this symbol (inputs: {self.list_inputs()})")
+        return kwargs
 
     def _infer_shapes(self, args, kwargs, dtypes=None):
-        shapes = self._shape_args(args, kwargs)
+        shapes = {k: tuple(v) for k, v in self._inputs_by_name("infer_shape", "shapes", args, kwargs).items()}
         nodes, (eshape, _) = self._infer(shapes, dtypes or {}, True)
         by_name = {n.name: eshape.get((id(n), 0)) for n in nodes if n.op is None}
         return ([by_name[n] for n in self.list_arguments()],
@@ -254,15 +256,7 @@ class Symbol:
 
     def _infer_types(self, args, kwargs):
         names = self.list_arguments()
-        if args:
-            if kwargs:
-                raise MXNetError("infer_type: give dtypes either positionally or by name, not both")
-            if len(args) > len(names):
-                raise MXNetError(f"infer_type: {len(args)} dtypes given for {len(names)} arguments {names}")
-            kwargs = {n: d for n, d in zip(names, args) if d is not None}
-        unknown = [k for k in kwargs if k not in self.list_inputs()]
-        if unknown:
-            raise MXNetError(f"infer_type: {unknown} are not inputs of this symbol (inputs: {self.list_inputs()})")
+        kwargs = self._inputs_by_name("infer_type", "dtypes", args, kwargs)
         nodes, (_, edtype) = self._infer({}, {k: np.dtype(v) for k, v in kwargs.items()}, False)
         by_name = {n.name: edtype.get((id(n), 0)) for n in nodes if n.op is None}
 
