@@ -1,7 +1,7 @@
 """Atomic file writes: the one way mixnet writes a file that a crash must not tear.
 
-Every file mixnet writes whole (`nd.save` / `.params`, `-symbol.json`, `-model.json`, `.states`, downloads, the
-kernel cache) goes through `atomic_open` or `write_atomic`: the content is written to a temporary file in the
+Every file mixnet writes whole (`nd.save` / `.params`, `-symbol.json`, `-model.json`, `.states`, downloads, test
+data, profiles, the kernel cache) goes through `atomic_open` or `write_atomic`: the content is written to a temporary file in the
 target's directory, which is renamed over the target (`os.replace`) only when it is complete. A reader therefore
 sees the old file or the new one, never half of one, and an error while writing leaves the old file untouched.
 

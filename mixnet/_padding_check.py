@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from . import autograd
+from ._nest import flatten
 from .base import MXNetError
 from .ndarray import NDArray, array
 
@@ -32,13 +33,15 @@ class PaddingInvarianceError(MXNetError, AssertionError):
     failed check)."""
 
 
+def _array_or_dropped(x):
+    if isinstance(x, NDArray):
+        return [x], "x"
+    return None if isinstance(x, (list, tuple)) else ([], None)
+
+
 def _flat(out):
     """A nested (tuple/list) output as a flat list of NDArrays (other values dropped)."""
-    if isinstance(out, NDArray):
-        return [out]
-    if isinstance(out, (list, tuple)):
-        return [a for o in out for a in _flat(o)]
-    return []
+    return flatten(out, _array_or_dropped, "")[0]
 
 
 def _block_paths(net):

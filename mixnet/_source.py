@@ -17,9 +17,16 @@ def user_frame():
     return None
 
 
-def user_location():
-    """'file.py:12 in fn' for error messages; empty when called from mixnet itself."""
+def user_location(with_function=False):
+    """'file.py:12' of the user's line (a graph node's location), or 'file.py:12 in fn' with_function (an op's error
+    message); None when called from mixnet itself."""
     loc = user_frame()
     if loc is None:
-        return ""
-    return f"{os.path.relpath(loc[0]) if not loc[0].startswith('<') else loc[0]}:{loc[1]} in {loc[2]}"
+        return None
+    filename = loc[0]
+    if not filename.startswith("<"):
+        try:
+            filename = os.path.relpath(filename)
+        except ValueError:      # another drive (Windows): keep the absolute path
+            pass
+    return f"{filename}:{loc[1]} in {loc[2]}" if with_function else f"{filename}:{loc[1]}"

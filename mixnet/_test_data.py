@@ -6,6 +6,8 @@ import zipfile
 
 import numpy as np
 
+from ._atomic import atomic_open
+
 _MNIST = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 _CIFAR = ("cifar/train.rec", "cifar/test.rec", "cifar/train.lst", "cifar/test.lst")
 
@@ -106,8 +108,6 @@ def get_bz2_data(data_dir, data_name, url, data_origin_name):
     if os.path.exists(target):
         return
     archive = download(url, fname=data_origin_name, dirname=data_dir, overwrite=False)
-    partial = target + ".part"  # written aside and renamed, so an interrupted run leaves no truncated file
-    with bz2.open(archive, "rb") as src, open(partial, "wb") as dst:
+    with bz2.open(archive, "rb") as src, atomic_open(target, "wb") as dst:    # an interrupted run leaves no torn file
         shutil.copyfileobj(src, dst)
-    os.replace(partial, target)
     os.remove(archive)

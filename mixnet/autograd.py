@@ -60,15 +60,18 @@ class TapeNode:
         out._oidx = index
         return out
 
+    def outputs(self):
+        return tuple(self.output(i) for i in range(len(self.out_data)))
+
 
 class GradContext:
-    """What a gradient rule sees: the op's inputs, outputs (hidden ones too) and attributes."""
-    __slots__ = ("op", "inputs", "attrs", "is_train", "_node", "_outputs", "_destinations")
+    """What a gradient rule sees, in eager backward and in graph-mode autodiff alike: the op, its inputs, outputs
+    (hidden ones too), attributes and the training mode of the forward call (BatchNorm's rule needs it)."""
+    __slots__ = ("op", "inputs", "attrs", "is_train", "_outputs", "_destinations")
 
-    def __init__(self, node, destinations=None):
-        self.op, self.inputs, self.attrs, self._node = node.op, node.inputs, node.attrs, node
-        self.is_train = node.is_train      # the training mode of the forward call (BatchNorm's rule needs it)
-        self._outputs = None
+    def __init__(self, op, attrs, inputs, is_train, outputs, destinations=None):
+        self.op, self.attrs, self.inputs, self.is_train = op, attrs, inputs, is_train
+        self._outputs = outputs             # a tuple, or a function making it (in eager backward few rules read them)
         self._destinations = destinations
 
     def grad_buffer(self, x):
@@ -79,8 +82,8 @@ class GradContext:
 
     @property
     def outputs(self):
-        if self._outputs is None:
-            self._outputs = tuple(self._node.output(i) for i in range(len(self._node.out_data)))
+        if callable(self._outputs):
+            self._outputs = self._outputs()
         return self._outputs
 
 
@@ -219,9 +222,38 @@ def _check_versions(node):
                 "change it outside the recorded computation.")
 
 
-def _accumulate(grads, key, value):
+def accumulate(grads, key, value):
+    """Adds a gradient contribution into grads[key]."""
     old = grads.get(key)
     grads[key] = value if old is None else old + value
+
+
+def reverse_sweep(order, grads, graph):
+    """The reverse pass of eager backward and of graph-mode autodiff (mixnet/symbol/autodiff.py) alike.
+
+    order: op nodes, each after every consumer of its outputs. grads: {key: gradient}; output i of a node is keyed
+    (id(node), i). For each node whose outputs have a gradient, the node's gradient rule runs (outputs without one
+    get zeros) and each input gradient is added into grads. `graph` says what the nodes are: num_outputs(node);
+    context(node) -> the rule's GradContext; zeros(node, ctx, i) -> a zero gradient for output i;
+    rule(node, ctx, out_grads) -> one gradient (or None) per input; key(node, k, x, g) -> where the gradient g of
+    input k (x) goes, None where it is not wanted.
+    """
+    for node in order:
+        node_id = id(node)
+        out_grads = [grads.pop((node_id, i), None) for i in range(graph.num_outputs(node))]
+        if all(g is None for g in out_grads):
+            continue
+        ctx = graph.context(node)
+        out_grads = [graph.zeros(node, ctx, i) if g is None else g for i, g in enumerate(out_grads)]
+        in_grads = graph.rule(node, ctx, out_grads)
+        if len(in_grads) != len(ctx.inputs):
+            raise MXNetError(f"internal: gradient rule of {node.op.name} returned {len(in_grads)} gradients "
+                             f"for {len(ctx.inputs)} inputs")
+        for k, (x, g) in enumerate(zip(ctx.inputs, in_grads)):
+            if g is not None:
+                key = graph.key(node, k, x, g)
+                if key is not None:
+                    accumulate(grads, key, g)
 
 
 def _key(x):
@@ -230,32 +262,40 @@ def _key(x):
     return (id(node), x._oidx) if isinstance(node, TapeNode) else id(x)
 
 
-def _sweep(order, grads, leaves, destinations=None):
-    """The reverse pass: runs each node's gradient rule (in the current mode), accumulating into `grads`
-    ({_key: gradient}); leaves reached are collected in `leaves`. destinations: {id(leaf): gradient buffer}
-    offered to the rules (GradContext.grad_buffer)."""
-    from .ndarray.ndarray import _wrap, zeros_like_array
-    for node in order:
-        node_id = id(node)
-        out_grads = [grads.pop((node_id, i), None) for i in range(len(node.out_data))]
-        if all(g is None for g in out_grads):
-            continue
+class _Tape:
+    """reverse_sweep over the recorded tape: leaves reached are collected in `leaves`; destinations:
+    {id(leaf): gradient buffer} offered to the rules (GradContext.grad_buffer)."""
+    __slots__ = ("destinations", "leaves")
+
+    def __init__(self, leaves, destinations=None):
+        self.leaves, self.destinations = leaves, destinations
+
+    @staticmethod
+    def num_outputs(node):
+        return len(node.out_data)
+
+    def context(self, node):
         _check_versions(node)
-        out_grads = [_wrap(node.ctx.xp.zeros_like(d), node.ctx) if g is None else g
-                     for d, g in zip(node.out_data, out_grads)]
+        return GradContext(node.op, node.attrs, node.inputs, node.is_train, node.outputs, self.destinations)
+
+    @staticmethod
+    def zeros(node, ctx, index):
+        from .ndarray.ndarray import _wrap
+        return _wrap(node.ctx.xp.zeros_like(node.out_data[index]), node.ctx)
+
+    @staticmethod
+    def rule(node, ctx, out_grads):
         if node.op.differentiable:
-            in_grads = node.op.grad(GradContext(node, destinations), *out_grads)
-        else:
-            in_grads = [zeros_like_array(x) for x in node.inputs]
-        if len(in_grads) != len(node.inputs):
-            raise MXNetError(f"internal: gradient rule of {node.op.name} returned {len(in_grads)} gradients "
-                             f"for {len(node.inputs)} inputs")
-        for x, g in zip(node.inputs, in_grads):
-            if g is None or x._node is None:
-                continue
-            _accumulate(grads, _key(x), g)
-            if isinstance(x._node, Leaf):
-                leaves[id(x)] = x
+            return node.op.grad(ctx, *out_grads)
+        from .ndarray.ndarray import zeros_like_array
+        return [zeros_like_array(x) for x in node.inputs]
+
+    def key(self, node, index, x, g):
+        if x._node is None:
+            return None
+        if isinstance(x._node, Leaf):
+            self.leaves[id(x)] = x
+        return _key(x)
 
 
 class NotTraceable(MXNetError):
@@ -272,9 +312,10 @@ def local_gradients(heads, head_grads, stops):
     grads = {}
     for h, g in zip(heads, head_grads):
         if g is not None and isinstance(h._node, TapeNode):
-            _accumulate(grads, _key(h), g)
+            accumulate(grads, _key(h), g)
     stop_nodes = {id(s._node) for s in stops if isinstance(s._node, TapeNode)}
-    _sweep(_topological_nodes([h for h in heads if isinstance(h._node, TapeNode)], stop_nodes), grads, {})
+    reverse_sweep(_topological_nodes([h for h in heads if isinstance(h._node, TapeNode)], stop_nodes), grads,
+                  _Tape({}))
     return [grads.get(_key(s)) for s in stops]
 
 
@@ -325,14 +366,14 @@ def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph, int
             hg = _reinterpret_head_grad(h, hg)
         if hg.dtype != h.dtype:           # gradient rules expect their output's dtype
             hg = hg.astype(h.dtype)
-        _accumulate(grads, _key(h), hg)
+        accumulate(grads, _key(h), hg)
         if isinstance(h._node, Leaf):
             leaves[id(h)] = h
     order = _topological_nodes(heads)
     destinations = _direct_destinations(order, heads) if into_grad_buffers and not create_graph else None
     token = MODE.set(Mode(recording=create_graph, training=train_mode, tracer=None))
     try:
-        _sweep(order, grads, leaves, destinations)
+        reverse_sweep(order, grads, _Tape(leaves, destinations))
     finally:
         MODE.reset(token)
     if not retain_graph:

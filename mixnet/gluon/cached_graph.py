@@ -14,11 +14,11 @@ import warnings
 
 import numpy as np
 
-from .. import autograd, compiler, config
-from ..base import MXNetError
+from .. import _nest, autograd, compiler, config
+from .._nest import mxnet_format, unflatten  # noqa: F401  (gluon.block and the compiler use them from here)
+from ..base import MXNetError, dtype_name
 from ..context import current_context
 from ..ndarray.ndarray import NDArray, _wrap
-from ..ops.common import dtype_name
 from ..symbol import passes
 from ..symbol.contrib import TRACE_SHAPES
 from ..symbol.symbol import TRACE_CONSTANTS
@@ -30,11 +30,15 @@ EAGER = contextvars.ContextVar("mixnet_hybridize_eager", default=False)   # a hy
 
 
 def _array_leaf(x):
+    if x is None:
+        return [], None
     return ([x], "x") if isinstance(x, NDArray) else None
 
 
 def _symbol_leaf(x):
     from ..symbol import Symbol
+    if x is None:
+        return [], None
     if not isinstance(x, Symbol):
         return None
     n = len(x.list_outputs())
@@ -42,40 +46,8 @@ def _symbol_leaf(x):
 
 
 def flatten(args, leaf=_array_leaf, what="hybridized blocks take NDArrays, None and lists/tuples of them"):
-    """Nested lists/tuples of leaves (and None) -> (flat list of leaves, structure description)."""
-    found = leaf(args)
-    if found is not None:
-        return found
-    if args is None:
-        return [], None
-    if isinstance(args, (list, tuple)):
-        flat, parts = [], []
-        for item in args:
-            items, shape = flatten(item, leaf, what)
-            flat.extend(items)
-            parts.append(shape)
-        return flat, (type(args).__name__, tuple(parts))
-    raise MXNetError(f"{what}; got {type(args).__name__}")
-
-
-def unflatten(flat, structure):
-    """Inverse of flatten: rebuilds the nesting from a flat sequence (consumed from the front)."""
-    if structure == "x":
-        return flat.pop(0)
-    if structure is None:
-        return None
-    kind, parts = structure
-    items = [unflatten(flat, p) for p in parts]
-    return tuple(items) if kind == "tuple" else items
-
-
-def mxnet_format(structure):
-    """Our structure description in MXNet's Block.save spelling: 0 an array, -1 None, a list for a list."""
-    if structure == "x":
-        return 0
-    if structure is None:
-        return -1
-    return [mxnet_format(part) for part in structure[1]]
+    """Nested lists/tuples of leaves (and None) -> (flat list of leaves, structure description): mixnet/_nest.py."""
+    return _nest.flatten(args, leaf, what)
 
 
 def signature(flat, structure):

@@ -18,7 +18,6 @@ import numpy as np
 
 from .. import optimizer as opt
 from .. import ndarray as nd
-from .._atomic import write_atomic
 from ..base import MXNetError
 from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
@@ -390,7 +389,7 @@ class Module(BaseModule):
         if self._update_on_kvstore:
             self._kvstore.save_optimizer_states(fname)
         else:
-            write_atomic(fname, self._updater.get_states())
+            opt.optimizer.write_atomic(fname, self._updater.get_states())
 
     def load_optimizer_states(self, fname):
         """Restores states written by save_optimizer_states; they are checked against the parameters first."""

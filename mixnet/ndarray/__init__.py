@@ -70,54 +70,15 @@ def _check_dense(stype):
         raise _MXNetError(f"stype {stype!r}: mixnet stores every array dense (use stype='default')")
 
 
-def _scalar_or_array(array_op, scalar_op, rscalar_op, python_fn):
-    """The functional forms (nd.add, nd.maximum, ...) accept NDArrays and Python scalars on either side."""
-    def function(lhs, rhs):
-        lhs_nd, rhs_nd = isinstance(lhs, NDArray), isinstance(rhs, NDArray)
-        if lhs_nd and rhs_nd:
-            return globals()[array_op](lhs, rhs)
-        if lhs_nd:
-            return globals()[scalar_op](lhs, scalar=float(rhs))
-        if rhs_nd:
-            return globals()[rscalar_op](rhs, scalar=float(lhs))
-        if isinstance(lhs, _numbers.Number) and isinstance(rhs, _numbers.Number):
-            return python_fn(lhs, rhs)
-        raise TypeError(f"{array_op}: expected NDArrays or numbers, got {type(lhs).__name__} and "
-                        f"{type(rhs).__name__}")
-    function.__name__ = array_op.replace("broadcast_", "")
-    return function
-
-
 from ..ops.histogram import histogram_function as _histogram_function  # noqa: E402
 
 histogram = _histogram_function(NDArray, globals()["_histogram"])
 
-import builtins as _builtins  # noqa: E402  (the op functions above shadow max and min)
-import operator as _operator  # noqa: E402
+from .._operator_table import BINARY as _BINARY, functional as _functional  # noqa: E402
 
-add = _scalar_or_array("broadcast_add", "_plus_scalar", "_plus_scalar", _operator.add)
-subtract = _scalar_or_array("broadcast_sub", "_minus_scalar", "_rminus_scalar", _operator.sub)
-multiply = _scalar_or_array("broadcast_mul", "_mul_scalar", "_mul_scalar", _operator.mul)
-divide = true_divide = _scalar_or_array("broadcast_div", "_div_scalar", "_rdiv_scalar", _operator.truediv)
-modulo = _scalar_or_array("broadcast_mod", "_mod_scalar", "_rmod_scalar", _operator.mod)
-power = _scalar_or_array("broadcast_power", "_power_scalar", "_rpower_scalar", _operator.pow)
-maximum = _scalar_or_array("broadcast_maximum", "_maximum_scalar", "_maximum_scalar", _builtins.max)
-minimum = _scalar_or_array("broadcast_minimum", "_minimum_scalar", "_minimum_scalar", _builtins.min)
-hypot = _scalar_or_array("broadcast_hypot", "_hypot_scalar", "_hypot_scalar", lambda a, b: (a * a + b * b) ** .5)
-equal = _scalar_or_array("broadcast_equal", "_equal_scalar", "_equal_scalar", _operator.eq)
-not_equal = _scalar_or_array("broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar", _operator.ne)
-greater = _scalar_or_array("broadcast_greater", "_greater_scalar", "_lesser_scalar", _operator.gt)
-greater_equal = _scalar_or_array("broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar",
-                                 _operator.ge)
-lesser = _scalar_or_array("broadcast_lesser", "_lesser_scalar", "_greater_scalar", _operator.lt)
-lesser_equal = _scalar_or_array("broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar",
-                                _operator.le)
-logical_and = _scalar_or_array("broadcast_logical_and", "_logical_and_scalar", "_logical_and_scalar",
-                               lambda a, b: float(bool(a) and bool(b)))
-logical_or = _scalar_or_array("broadcast_logical_or", "_logical_or_scalar", "_logical_or_scalar",
-                              lambda a, b: float(bool(a) or bool(b)))
-logical_xor = _scalar_or_array("broadcast_logical_xor", "_logical_xor_scalar", "_logical_xor_scalar",
-                               lambda a, b: float(bool(a) != bool(b)))
+for _name in _BINARY:       # nd.add, nd.maximum, nd.greater, ...: NDArrays or numbers on either side
+    globals()[_name] = _functional(_name, NDArray, globals())
+true_divide = globals()["divide"]
 
 from . import random, linalg, contrib, sparse, _internal  # noqa: E402,F401
 from .cached_op import CachedOp  # noqa: E402,F401

@@ -4,35 +4,18 @@ conventions. Eagerly they are Python loops over ordinary ops, so autograd record
 
 Deliberate difference: while_loop's padding rows (up to max_iterations) are zeros, not uninitialized memory.
 """
+from .._nest import flatten, unflatten
 from ..base import MXNetError
 from .ndarray import NDArray
 
 
+def _array_leaf(x):
+    return ([x], "x") if isinstance(x, NDArray) else None
+
+
 def _flatten(obj, what):
-    if isinstance(obj, NDArray):
-        return [obj], None
-    if isinstance(obj, (list, tuple)):
-        flat, fmt = [], []
-        for item in obj:
-            items, sub = _flatten(item, what)
-            flat.extend(items)
-            fmt.append(sub if sub is not None else 1)
-        return flat, fmt
-    raise MXNetError(f"{what} must be an NDArray or a (nested) list of NDArrays, got {type(obj).__name__}")
-
-
-def _regroup(flat, fmt):
-    if fmt is None:
-        return flat[0], flat[1:]
-    out = []
-    for sub in fmt:
-        if sub == 1:
-            out.append(flat[0])
-            flat = flat[1:]
-        else:
-            item, flat = _regroup(flat, sub)
-            out.append(item)
-    return out, flat
+    """Nested lists of NDArrays -> (flat list, structure): mixnet/_nest.py, regrouped as lists as MXNet does."""
+    return flatten(obj, _array_leaf, f"{what} must be an NDArray or a (nested) list of NDArrays", keep_tuples=False)
 
 
 def foreach(body, data, init_states):
@@ -52,7 +35,7 @@ def foreach(body, data, init_states):
     steps, out_fmt = [], None
     for i in range(lengths.pop()):
         slices = [x[i] for x in flat_data]       # legacy shapes: a 1-D array's slice is (1,), as in MXNet
-        step_data = _regroup(slices, data_fmt)[0] if data_fmt is not None else slices[0]
+        step_data = unflatten(slices, data_fmt)
         outputs, states = body(step_data, states)
         flat_out, out_fmt = _flatten(outputs, "foreach body outputs")
         flat_states, fmt = _flatten(states, "foreach body states")
@@ -62,7 +45,7 @@ def foreach(body, data, init_states):
     if not steps:
         raise MXNetError("foreach: data has length 0 on axis 0")
     stacked = [stack(*[s[k] for s in steps], axis=0) for k in range(len(steps[0]))]
-    return _regroup(stacked, out_fmt)[0], states
+    return unflatten(stacked, out_fmt), states
 
 
 def while_loop(cond, func, loop_vars, max_iterations=None):
@@ -107,7 +90,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
             stacked = concat(stacked, zero_rows, dim=0)
         outputs.append(stacked)
     # nested as func returned them: a single array stays single (MXNet 1.9.1's regrouping)
-    return _regroup(outputs, out_fmt)[0], (variables[0] if single else variables)
+    return unflatten(outputs, out_fmt), (variables[0] if single else variables)
 
 
 def _truth(pred):

@@ -9,6 +9,7 @@ import operator
 import numpy as np
 
 from .._mode import MODE
+from .._operator_table import OPERATORS, install_operators
 from ..base import MXNetError, OpError, dtype_np, is_number
 from ..context import Context, array_module, current_context, cpu
 from ..ops import dispatch, registry
@@ -317,48 +318,7 @@ class NDArray:
         return (_unpickle, (self.__getstate__(),))
 
     # ---------------------------------------------------------------- arithmetic
-    def __add__(self, other):
-        if type(other) is NDArray:         # the hot path: one call into the dispatcher
-            return _apply(_op("broadcast_add"), (self, other), _NO_ATTRS)
-        return _binary(self, other, "broadcast_add", "_plus_scalar")
-
-    def __radd__(self, other):
-        return _binary(self, other, "broadcast_add", "_plus_scalar")
-
-    def __sub__(self, other):
-        return _binary(self, other, "broadcast_sub", "_minus_scalar")
-
-    def __rsub__(self, other):
-        return _binary(self, other, None, "_rminus_scalar")
-
-    def __mul__(self, other):
-        if type(other) is NDArray:
-            return _apply(_op("broadcast_mul"), (self, other), _NO_ATTRS)
-        return _binary(self, other, "broadcast_mul", "_mul_scalar")
-
-    def __rmul__(self, other):
-        return _binary(self, other, "broadcast_mul", "_mul_scalar")
-
-    def __truediv__(self, other):
-        return _binary(self, other, "broadcast_div", "_div_scalar")
-
-    def __rtruediv__(self, other):
-        return _binary(self, other, None, "_rdiv_scalar")
-
-    __div__, __rdiv__ = __truediv__, __rtruediv__
-
-    def __mod__(self, other):
-        return _binary(self, other, "broadcast_mod", "_mod_scalar")
-
-    def __rmod__(self, other):
-        return _binary(self, other, None, "_rmod_scalar")
-
-    def __pow__(self, other):
-        return _binary(self, other, "broadcast_power", "_power_scalar")
-
-    def __rpow__(self, other):
-        return _binary(self, other, None, "_rpower_scalar")
-
+    # + - * / % ** and the comparisons come from the operator table (_operator_method, below)
     def __matmul__(self, other):
         return _op_call("dot", (self, other), {})
 
@@ -370,28 +330,6 @@ class NDArray:
 
     def __abs__(self):
         return _op_call("abs", (self,), {})
-
-    def __eq__(self, other):
-        if other is None:
-            return False
-        return _binary(self, other, "broadcast_equal", "_equal_scalar")
-
-    def __ne__(self, other):
-        if other is None:
-            return True
-        return _binary(self, other, "broadcast_not_equal", "_not_equal_scalar")
-
-    def __lt__(self, other):
-        return _binary(self, other, "broadcast_lesser", "_lesser_scalar")
-
-    def __le__(self, other):
-        return _binary(self, other, "broadcast_lesser_equal", "_lesser_equal_scalar")
-
-    def __gt__(self, other):
-        return _binary(self, other, "broadcast_greater", "_greater_scalar")
-
-    def __ge__(self, other):
-        return _binary(self, other, "broadcast_greater_equal", "_greater_equal_scalar")
 
     def _inplace(self, other, fn):
         self._check_assignable()
@@ -504,11 +442,28 @@ def _binary(lhs, rhs, array_op, scalar_op):
 
 
 _NO_ATTRS = {}
+
+
+def _operator_method(entry, reflected):
+    """NDArray's method for an operator of mixnet/_operator_table.py."""
+    array_op, scalar_op = entry.array_op, entry.scalar_op
+    if reflected:
+        # Python reflects only for a non-NDArray left operand, and a numpy one is handled by numpy through
+        # __array_ufunc__, so only numbers reach here
+        def method(self, other):
+            return _binary(self, other, None, entry.rscalar_op)
+        return method
+
+    def method(self, other):
+        if type(other) is NDArray:         # the hot path: one call into the dispatcher
+            return _apply(_OP_CACHE.get(array_op) or _op(array_op), (self, other), _NO_ATTRS)
+        return _binary(self, other, array_op, scalar_op)
+    return method
+
+
+install_operators(NDArray, _operator_method)
 # numpy ufunc -> the Python operator it implements (for a numpy scalar on the left of an NDArray)
-_UFUNC_OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
-                    np.true_divide: operator.truediv, np.power: operator.pow, np.remainder: operator.mod,
-                    np.less: operator.lt, np.less_equal: operator.le, np.greater: operator.gt,
-                    np.greater_equal: operator.ge, np.equal: operator.eq, np.not_equal: operator.ne}
+_UFUNC_OPERATORS = {getattr(np, spec.ufunc): getattr(operator, name) for name, spec in OPERATORS.items()}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -13,11 +13,16 @@ def _op_names(namespace):
     return sorted((names | set(update_ops.__all__) | {"CachedOp"}) & set(namespace))
 
 
-def __getattr__(name):
-    if name in _op_names(vars(_nd)):
-        return getattr(_nd, name)
-    raise AttributeError(f"module 'mxnet.ndarray.op' has no operator {name!r}")
+def _op_module_attributes(namespace, module_name):
+    """`__getattr__` and `__dir__` of a module that gives `namespace`'s (mx.nd's or mx.sym's) public op functions."""
+    def __getattr__(name):
+        if name in _op_names(vars(namespace)):
+            return getattr(namespace, name)
+        raise AttributeError(f"module {module_name!r} has no operator {name!r}")
+
+    def __dir__():
+        return _op_names(vars(namespace))
+    return __getattr__, __dir__
 
 
-def __dir__():
-    return _op_names(vars(_nd))
+__getattr__, __dir__ = _op_module_attributes(_nd, "mxnet.ndarray.op")

@@ -65,13 +65,7 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
     if sp is not None:
         sp.sort_indices()
         return _csr(sp.data, sp.indices, sp.indptr, sp.shape, ctx, dtype if dtype is not None else sp.dtype)
-    if isinstance(arg1, CSRNDArray):
-        out = arg1.copyto(ctx)
-        return out if dtype is None else out.astype(dtype)
-    if isinstance(arg1, BaseSparseNDArray):
-        raise MXNetError(f"csr_matrix: cannot make a csr array from a {arg1.stype} array")
-    dense = _dense_array(_host(arg1), ctx=ctx, dtype=_dtype_of(arg1, dtype))
-    return dense.tostype("csr")
+    return _from_array(arg1, CSRNDArray, "csr", "csr_matrix", ctx, dtype)
 
 
 def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
@@ -84,13 +78,18 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
         if shape is None:
             raise MXNetError("row_sparse_array: shape is required with (data, indices)")
         return _row_sparse(_host(arg1[0]), _host(arg1[1]), shape, ctx, _dtype_of(arg1[0], dtype))
-    if isinstance(arg1, RowSparseNDArray):
+    return _from_array(arg1, RowSparseNDArray, "row_sparse", "row_sparse_array", ctx, dtype)
+
+
+def _from_array(arg1, cls, stype, what, ctx, dtype):
+    """csr_matrix / row_sparse_array of an array: one of that storage type is copied, another sparse one refused,
+    a dense array-like converted."""
+    if isinstance(arg1, cls):
         out = arg1.copyto(ctx)
         return out if dtype is None else out.astype(dtype)
     if isinstance(arg1, BaseSparseNDArray):
-        raise MXNetError(f"row_sparse_array: cannot make a row_sparse array from a {arg1.stype} array")
-    dense = _dense_array(_host(arg1), ctx=ctx, dtype=_dtype_of(arg1, dtype))
-    return dense.tostype("row_sparse")
+        raise MXNetError(f"{what}: cannot make a {stype} array from a {arg1.stype} array")
+    return _dense_array(_host(arg1), ctx=ctx, dtype=_dtype_of(arg1, dtype)).tostype(stype)
 
 
 def zeros(stype, shape, ctx=None, dtype=None, **kwargs):

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import config
-from ..base import MXNetError
+from ..base import MXNetError, dtype_name
 from . import dispatch, registry
 
 
@@ -45,18 +45,6 @@ def same_dtype(op_name, *arrays):
         if a.dtype != dtype:
             raise MXNetError(f"input dtypes must match, got {', '.join(str(x.dtype) for x in arrays)}; "
                              "convert one with astype() first")
-
-
-_DTYPE_NAMES = {}
-
-
-def dtype_name(dtype):
-    """np.dtype(dtype).name, memoized: numpy computes `.name` in Python (~20 us on this machine), and the hot paths
-    (call signatures, fast-path checks) ask for it on every call."""
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
-    return name
 
 
 def into(xp, out, result):

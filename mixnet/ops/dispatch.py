@@ -25,7 +25,7 @@ def describe_inputs(arrays):
 
 def op_error(op, arrays, attrs, err):
     """A clear error naming the op, its inputs' shapes and dtypes, and the user's line."""
-    where = user_location()
+    where = user_location(with_function=True)
     shown = {k: v for k, v in attrs.items() if k not in ("ctx",)}
     attr_text = f" with {shown}" if shown else ""
     msg = f"{op.name}: {err} (inputs: {describe_inputs(arrays)}{attr_text})"

@@ -39,26 +39,9 @@ from ..ops.histogram import histogram_function as _histogram_function  # noqa: E
 
 histogram = _histogram_function(Symbol, globals()["_histogram"])
 
-import builtins as _builtins  # noqa: E402  (the op functions above shadow max/min/pow)
+from .._operator_table import functional as _functional  # noqa: E402
 
-
-def _symbol_or_scalar(array_op, scalar_op, rscalar_op, python_fn):
-    """MXNet's mx.sym.maximum / minimum / power / hypot: Symbols or Python numbers on either side."""
-    def function(left, right):
-        left_sym, right_sym = isinstance(left, Symbol), isinstance(right, Symbol)
-        if left_sym and right_sym:
-            return globals()[array_op](left, right)
-        if left_sym:
-            return globals()[scalar_op](left, scalar=float(right))
-        if right_sym:
-            return globals()[rscalar_op](right, scalar=float(left))
-        return python_fn(left, right)
-    function.__name__ = array_op.replace("broadcast_", "")
-    return function
-
-
-maximum = _symbol_or_scalar("broadcast_maximum", "_maximum_scalar", "_maximum_scalar", _builtins.max)
-minimum = _symbol_or_scalar("broadcast_minimum", "_minimum_scalar", "_minimum_scalar", _builtins.min)
-power = pow = _symbol_or_scalar("broadcast_power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b)
-hypot = _symbol_or_scalar("broadcast_hypot", "_hypot_scalar", "_hypot_scalar", lambda a, b: (a * a + b * b) ** .5)
+for _name in ("maximum", "minimum", "power", "hypot"):     # Symbols or numbers on either side
+    globals()[_name] = _functional(_name, Symbol, globals())
+pow = globals()["power"]  # MXNet's alias
 from . import op, _internal  # noqa: E402,F401  (mxnet.symbol.op / symbol._internal: op functions by name)

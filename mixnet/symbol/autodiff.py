@@ -88,15 +88,6 @@ class _GraphTracer:
         return outs[0] if nvis == 1 else outs[:nvis]
 
 
-class _RuleContext:
-    """What a gradient rule sees (the attributes of autograd.GradContext), over traced arrays."""
-    __slots__ = ("op", "inputs", "outputs", "attrs", "is_train")
-
-    def __init__(self, node, inputs, outputs, is_train):
-        self.op, self.attrs, self.is_train = node.op, node.attrs, is_train
-        self.inputs, self.outputs = inputs, outputs
-
-
 # ---------------------------------------------------------------------------------------------------------
 # the opaque fallback: a node that runs a gradient rule eagerly
 def _device_of(xp):
@@ -113,9 +104,7 @@ def _run_rule_eagerly(xp, *arrays, fwd_op, fwd_attrs, is_train, n_in, n_out, wan
     for x, want in zip(inputs, wanted):
         if want:
             x._node = autograd.Leaf("write")     # rules (RNN's) replay their forward on inputs that are recorded
-    rule_ctx = _RuleContext.__new__(_RuleContext)
-    rule_ctx.op, rule_ctx.attrs, rule_ctx.is_train = fwd_op, fwd_attrs, is_train
-    rule_ctx.inputs, rule_ctx.outputs = tuple(inputs), tuple(outputs)
+    rule_ctx = autograd.GradContext(fwd_op, fwd_attrs, tuple(inputs), is_train, tuple(outputs))
     token = MODE.set(MODE.get()._replace(recording=False, training=is_train, tracer=None))
     try:
         grads = fwd_op.grad(rule_ctx, *out_grads)
@@ -193,6 +182,43 @@ def exact_types(symbol, shapes, dtypes):
     return eshape, edtype
 
 
+class _Tracing:
+    """autograd.reverse_sweep over a Symbol's graph: the gradient rules run on traced arrays (the forward graph's
+    entries), so the ops they apply become the backward graph's nodes."""
+
+    def __init__(self, tracer, traced, is_train):
+        self.tracer, self.traced, self.is_train = tracer, traced, is_train
+
+    @staticmethod
+    def num_outputs(node):
+        return node.num_outputs()
+
+    def context(self, node):
+        self.tracer.source = node
+        outputs = tuple(self.traced((node, i)) for i in range(node.num_outputs()))
+        inputs = tuple(self.traced(e) for e in node.inputs)
+        return autograd.GradContext(node.op, node.attrs, inputs, self.is_train, outputs)
+
+    @staticmethod
+    def zeros(node, ctx, index):
+        return _zeros_like(ctx.outputs[index])
+
+    def rule(self, node, ctx, out_grads):
+        try:
+            return node.op.grad(ctx, *out_grads)
+        except autograd.NotTraceable:
+            wanted = [x._node is not None and k not in node.op.nondiff_inputs for k, x in enumerate(ctx.inputs)]
+            return _opaque(node, ctx.inputs, ctx.outputs, out_grads, wanted, self.is_train, self.tracer.ctx)
+
+    @staticmethod
+    def key(node, index, x, g):
+        if x._node is None or index in node.op.nondiff_inputs:
+            return None
+        if not isinstance(g, _Traced):
+            raise MXNetError(f"internal: gradient rule of {node.op.name} returned a value outside the traced graph")
+        return id(x._entry[0]), x._entry[1]
+
+
 def gradient(symbol, wrt, shapes, dtypes, is_train, ctx=None):
     """The gradients of `symbol`'s outputs w.r.t. the variables named in `wrt`, as graph entries.
 
@@ -219,34 +245,10 @@ def gradient(symbol, wrt, shapes, dtypes, is_train, ctx=None):
             if (id(node), index) not in needed:
                 continue
             head = tracer.source = heads[k] = Node(None, head_grad_name(k))
-            _accumulate(grads, (id(node), index), _traced((head, 0), eshape[(id(node), index)],
-                                                           edtype[(id(node), index)], ctx))
-        for node in reversed(nodes):
-            if node.op is None:
-                continue
-            n_out = node.num_outputs()
-            out_grads = [grads.pop((id(node), i), None) for i in range(n_out)]
-            if all(g is None for g in out_grads):
-                continue
-            tracer.source = node
-            outputs = [traced((node, i)) for i in range(n_out)]
-            out_grads = [_zeros_like(o) if g is None else g for o, g in zip(outputs, out_grads)]
-            inputs = [traced(e) for e in node.inputs]
-            wanted = [x._node is not None and k not in node.op.nondiff_inputs for k, x in enumerate(inputs)]
-            try:
-                in_grads = node.op.grad(_RuleContext(node, tuple(inputs), tuple(outputs), is_train), *out_grads)
-            except autograd.NotTraceable:
-                in_grads = _opaque(node, inputs, outputs, out_grads, wanted, is_train, ctx)
-            if len(in_grads) != len(inputs):
-                raise MXNetError(f"internal: gradient rule of {node.op.name} returned {len(in_grads)} gradients "
-                                 f"for {len(inputs)} inputs")
-            for x, g, want in zip(inputs, in_grads, wanted):
-                if g is None or not want:
-                    continue
-                if not isinstance(g, _Traced):
-                    raise MXNetError(f"internal: gradient rule of {node.op.name} returned a value outside the "
-                                     "traced graph")
-                _accumulate(grads, (id(x._entry[0]), x._entry[1]), g)
+            autograd.accumulate(grads, (id(node), index), _traced((head, 0), eshape[(id(node), index)],
+                                                                  edtype[(id(node), index)], ctx))
+        autograd.reverse_sweep([n for n in reversed(nodes) if n.op is not None], grads,
+                               _Tracing(tracer, traced, is_train))
         # a name is one input even when a hand-built graph holds several variable nodes of that name
         result = []
         for name in wrt_names:
@@ -259,11 +261,6 @@ def gradient(symbol, wrt, shapes, dtypes, is_train, ctx=None):
     finally:
         MODE.reset(token)
     return result, heads
-
-
-def _accumulate(grads, key, value):
-    old = grads.get(key)
-    grads[key] = value if old is None else old + value
 
 
 def _zeros_like(x):

@@ -15,9 +15,11 @@ once, so a body that changes a state's shape fails at the user's line rather tha
 import contextvars
 
 from .. import attribute, name as name_module
+from .._nest import flatten, mxnet_format, unflatten
+from .._source import user_location
 from ..base import MXNetError
 from ..ops import registry
-from .graph import Node, user_location
+from .graph import Node
 from .symbol import Group, Symbol, make_function, var
 
 __all__ = ["foreach", "while_loop", "cond", "TRACE_SHAPES"]
@@ -41,29 +43,20 @@ def _fail(op, msg, error=MXNetError):
     raise error(f"contrib.{op}: {msg}" + (f"\n  at {where}" if where else ""))
 
 
+def _symbol_leaf(x):
+    if not isinstance(x, Symbol):
+        return None
+    n = len(x._outputs)
+    return ([x], "x") if n == 1 else ([x[i] for i in range(n)], ("list", ("x",) * n))
+
+
 def _flatten(obj, op, what):
-    """Nested lists of Symbols -> (flat list of one-output Symbols, format); format 0 is a single Symbol."""
-    if isinstance(obj, Symbol):
-        n = len(obj._outputs)
-        return ([obj], 0) if n == 1 else ([obj[i] for i in range(n)], n)
-    if isinstance(obj, (list, tuple)):
-        flat, fmt = [], []
-        for item in obj:
-            items, sub = _flatten(item, op, what)
-            flat.extend(items)
-            fmt.append(sub)
-        return flat, fmt
-    _fail(op, f"{what} must be a Symbol or a (nested) list of Symbols, got {type(obj).__name__}")
-
-
-def _regroup(flat, fmt):
-    if isinstance(fmt, int):
-        return (flat[0], flat[1:]) if fmt == 0 else (list(flat[:fmt]), flat[fmt:])
-    out = []
-    for sub in fmt:
-        item, flat = _regroup(flat, sub)
-        out.append(item)
-    return out, flat
+    """Nested lists of Symbols -> (flat list of one-output Symbols, structure): mixnet/_nest.py, regrouped as
+    lists as MXNet does."""
+    try:
+        return flatten(obj, _symbol_leaf, f"{what} must be a Symbol or a (nested) list of Symbols", keep_tuples=False)
+    except MXNetError as err:
+        _fail(op, str(err))
 
 
 def _scope_name(base):
@@ -193,14 +186,14 @@ def foreach(body, data, init_states, name="foreach"):
     with attribute.AttrScope(**{_SCOPE_KEY: scope}):
         data_vars = _fresh(flat_data)
         state_vars = _fresh(flat_states, taken=[v.name for v in data_vars])
-        result = body(_regroup(data_vars, data_fmt)[0], _regroup(state_vars, state_fmt)[0])
+        result = body(unflatten(list(data_vars), data_fmt), unflatten(list(state_vars), state_fmt))
         if not isinstance(result, (list, tuple)) or len(result) != 2:
             _fail(op, "the body must return a pair (outputs, new_states)")
         flat_out, out_fmt = _flatten(result[0], op, "the body's outputs")
         flat_new, new_fmt = _flatten(result[1], op, "the body's new states")
         if new_fmt != state_fmt:
-            _fail(op, f"the body returned {len(flat_new)} state(s) nested as {new_fmt}, but init_states has "
-                      f"{len(flat_states)} nested as {state_fmt}; they must match")
+            _fail(op, f"the body returned {len(flat_new)} state(s) nested as {mxnet_format(new_fmt)}, but init_states "
+                      f"has {len(flat_states)} nested as {mxnet_format(state_fmt)}; they must match")
         heads = _close(flat_out + flat_new, scope)
     graph, names, outer = _cut(heads, scope, data_vars + state_vars, op)
     data_locs = [_locate(op, names, v.name, f"data {k}", UnusedInputError) for k, v in enumerate(data_vars)]
@@ -211,7 +204,7 @@ def foreach(body, data, init_states, name="foreach"):
         num_args=len(entries) + 1, num_outputs=len(heads), num_out_data=len(flat_out),
         in_state_locs=state_locs, in_data_locs=data_locs, remain_locs=remain_locs), entries)
     _check_shapes(op, outs)
-    return _regroup(outs[:len(flat_out)], out_fmt)[0], _regroup(outs[len(flat_out):], state_fmt)[0]
+    return unflatten(outs[:len(flat_out)], out_fmt), unflatten(outs[len(flat_out):], state_fmt)
 
 
 def _union(graphs):
@@ -248,7 +241,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
         _fail(op, "loop_vars must hold at least one Symbol")
 
     def args(fresh):
-        return [fresh[0]] if var_fmt == 0 else _regroup(fresh, var_fmt)[0]
+        return [fresh[0]] if var_fmt == "x" else unflatten(list(fresh), var_fmt)
 
     cond_scope = _scope_name(name + "_cond")
     with attribute.AttrScope(**{_SCOPE_KEY: cond_scope}):
@@ -281,8 +274,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
         func_var_locs=var_locs), inputs)
     _check_shapes(op, outs)
     finals = outs[len(flat_step):]
-    return (_regroup(outs[:len(flat_step)], step_fmt)[0],
-            finals[0] if var_fmt == 0 else _regroup(finals, var_fmt)[0])
+    return unflatten(outs[:len(flat_step)], step_fmt), unflatten(finals, var_fmt)
 
 
 def cond(pred, then_func, else_func, name="cond"):
@@ -305,4 +297,4 @@ def cond(pred, then_func, else_func, name="cond"):
         num_args=len(inputs) + 3, num_outputs=n_then, cond_input_locs=cond_locs, then_input_locs=then_locs,
         else_input_locs=else_locs), inputs)
     _check_shapes(op, outs)
-    return _regroup(outs, then_fmt)[0]
+    return unflatten(list(outs), then_fmt)

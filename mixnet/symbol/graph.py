@@ -10,11 +10,8 @@ the pass that makes the node) and kept by every rewrite, so passes read types in
 A user's graph is untyped (None): its nodes may be run with other shapes. Passes rebuild graphs through
 `rewrite`, which copies a node with `Node.clone`.
 """
-import os
-
 import numpy as np
 
-from .._source import user_frame
 from ..base import MXNetError
 from ..ops.attrs import REQUIRED, format_attr, parse_subgraph
 
@@ -99,20 +96,6 @@ def subgraphs(node):
     if node.op is None:
         return []
     return [(key, node.attrs[key]) for key, spec in node.op.attrs.items() if spec.parse is parse_subgraph]
-
-
-def user_location():
-    """'path:line' of the user's code that is creating a node, or None inside mixnet."""
-    frame = user_frame()
-    if frame is None:
-        return None
-    filename = frame[0]
-    if not filename.startswith("<"):
-        try:
-            filename = os.path.relpath(filename)
-        except ValueError:
-            pass
-    return f"{filename}:{frame[1]}"
 
 
 def topo_order(heads):

@@ -12,11 +12,13 @@ import numpy as np
 from .. import attribute, name as name_module
 from .._shape_mode import is_np_shape
 from .._atomic import write_atomic
+from .._operator_table import install_operators
+from .._source import user_location
 from ..base import MXNetError, NotImplementedForSymbol
 from ..ops import registry
 from ..ops.binding import bind_call
 from ..serialization import dtype_code
-from .graph import Node, mx_str, subgraphs, topo_order, user_location
+from .graph import Node, mx_str, subgraphs, topo_order
 from .infer import infer_graph, known
 from .json_io import graph_from_json, graph_to_json
 
@@ -201,21 +203,23 @@ class Symbol:
         nodes = self._nodes()
         return nodes, infer_graph(nodes, shapes, dtypes, partial)
 
-    def _shape_args(self, args, kwargs):
+    def _inputs_by_name(self, what, values, args, kwargs):
+        """{input name: value} from infer_shape's / infer_type's arguments: by name, or positionally in
+        list_arguments() order (None: not given)."""
         names = self.list_arguments()
         if args:
             if kwargs:
-                raise MXNetError("infer_shape: give shapes either positionally or by name, not both")
+                raise MXNetError(f"{what}: give {values} either positionally or by name, not both")
             if len(args) > len(names):
-                raise MXNetError(f"infer_shape: {len(args)} shapes given for {len(names)} arguments {names}")
-            kwargs = {n: s for n, s in zip(names, args) if s is not None}
+                raise MXNetError(f"{what}: {len(args)} {values} given for {len(names)} arguments {names}")
+            kwargs = {n: v for n, v in zip(names, args) if v is not None}
         unknown = [k for k in kwargs if k not in self.list_inputs()]
         if unknown:
-            raise MXNetError(f"infer_shape: {unknown} are not inputs of this symbol (inputs: {self.list_inputs()})")
-        return {k: tuple(v) for k, v in kwargs.items()}
+            raise MXNetError(f"{what}: {unknown} are not inputs of this symbol (inputs: {self.list_inputs()})")
+        return kwargs
 
     def _infer_shapes(self, args, kwargs, dtypes=None):
-        shapes = self._shape_args(args, kwargs)
+        shapes = {k: tuple(v) for k, v in self._inputs_by_name("infer_shape", "shapes", args, kwargs).items()}
         nodes, (eshape, _) = self._infer(shapes, dtypes or {}, True)
         by_name = {n.name: eshape.get((id(n), 0)) for n in nodes if n.op is None}
         return ([by_name[n] for n in self.list_arguments()],
@@ -247,15 +251,7 @@ class Symbol:
 
     def _infer_types(self, args, kwargs):
         names = self.list_arguments()
-        if args:
-            if kwargs:
-                raise MXNetError("infer_type: give dtypes either positionally or by name, not both")
-            if len(args) > len(names):
-                raise MXNetError(f"infer_type: {len(args)} dtypes given for {len(names)} arguments {names}")
-            kwargs = {n: d for n, d in zip(names, args) if d is not None}
-        unknown = [k for k in kwargs if k not in self.list_inputs()]
-        if unknown:
-            raise MXNetError(f"infer_type: {unknown} are not inputs of this symbol (inputs: {self.list_inputs()})")
+        kwargs = self._inputs_by_name("infer_type", "dtypes", args, kwargs)
         nodes, (_, edtype) = self._infer({}, {k: np.dtype(v) for k, v in kwargs.items()}, False)
         by_name = {n.name: edtype.get((id(n), 0)) for n in nodes if n.op is None}
 
@@ -333,78 +329,28 @@ class Symbol:
         return lines
 
     # ------------------------------------------------------------------ arithmetic (broadcasting)
-    def _binary(self, other, array_op, scalar_op, hint, scalar_hint, reverse=False):
+    # + - * / % ** and the comparisons come from the operator table (_operator_method, below the class)
+    def _binary(self, other, entry, reverse=False):
+        """self <op> other (other <op> self when reverse): a Symbol or an array (a constant input) -> the
+        broadcasting op, a number -> the scalar op; the nodes are named as MXNet names them."""
+        array_hint, scalar_hint, rscalar_hint = entry.hints
         if isinstance(other, Symbol):
             lhs, rhs = (other, self) if reverse else (self, other)
-            return create_node(array_op, [lhs, rhs], {}, name_hint=hint)
+            return create_node(entry.array_op, [lhs, rhs], {}, name_hint=array_hint)
         if isinstance(other, (int, float, np.number, bool)) and not isinstance(other, np.ndarray):
-            return create_node(scalar_op, [self], {"scalar": other}, name_hint=scalar_hint)
+            if reverse:
+                return create_node(entry.rscalar_op, [self], {"scalar": other}, name_hint=rscalar_hint)
+            return create_node(entry.scalar_op, [self], {"scalar": other}, name_hint=scalar_hint)
         if _is_array(other):
             lhs, rhs = (constant(other), self) if reverse else (self, constant(other))
-            return create_node(array_op, [lhs, rhs], {}, name_hint=hint)
+            return create_node(entry.array_op, [lhs, rhs], {}, name_hint=array_hint)
         return NotImplemented
-
-    def __add__(self, o):
-        return self._binary(o, "broadcast_add", "_plus_scalar", "_plus", "_plusscalar")
-
-    __radd__ = __add__
-
-    def __sub__(self, o):
-        return self._binary(o, "broadcast_sub", "_minus_scalar", "_minus", "_minusscalar")
-
-    def __rsub__(self, o):
-        return self._binary(o, "broadcast_sub", "_rminus_scalar", "_minus", "_rminusscalar", reverse=True)
-
-    def __mul__(self, o):
-        return self._binary(o, "broadcast_mul", "_mul_scalar", "_mul", "_mulscalar")
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, o):
-        return self._binary(o, "broadcast_div", "_div_scalar", "_div", "_divscalar")
-
-    def __rtruediv__(self, o):
-        return self._binary(o, "broadcast_div", "_rdiv_scalar", "_div", "_rdivscalar", reverse=True)
-
-    __div__, __rdiv__ = __truediv__, __rtruediv__
-
-    def __mod__(self, o):
-        return self._binary(o, "broadcast_mod", "_mod_scalar", "_mod", "_modscalar")
-
-    def __rmod__(self, o):
-        return self._binary(o, "broadcast_mod", "_rmod_scalar", "_mod", "_rmodscalar", reverse=True)
-
-    def __pow__(self, o):
-        return self._binary(o, "broadcast_power", "_power_scalar", "_power", "_powerscalar")
-
-    def __rpow__(self, o):
-        return self._binary(o, "broadcast_power", "_rpower_scalar", "_power", "_rpower_scalar", reverse=True)
 
     def __neg__(self):
         return self.__mul__(-1.0)
 
     def __abs__(self):
         return create_node("abs", [self], {}, name_hint="abs")
-
-    def __eq__(self, o):
-        return self._binary(o, "broadcast_equal", "_equal_scalar", "_equal", "_equal_scalar")
-
-    def __ne__(self, o):
-        return self._binary(o, "broadcast_not_equal", "_not_equal_scalar", "_not_equal", "_not_equal_scalar")
-
-    def __gt__(self, o):
-        return self._binary(o, "broadcast_greater", "_greater_scalar", "_greater", "_greater_scalar")
-
-    def __ge__(self, o):
-        return self._binary(o, "broadcast_greater_equal", "_greater_equal_scalar", "_greater_equal",
-                            "_greater_equal_scalar")
-
-    def __lt__(self, o):
-        return self._binary(o, "broadcast_lesser", "_lesser_scalar", "_lesser", "_lesser_scalar")
-
-    def __le__(self, o):
-        return self._binary(o, "broadcast_lesser_equal", "_lesser_equal_scalar", "_lesser_equal",
-                            "_lesser_equal_scalar")
 
     __hash__ = object.__hash__
 
@@ -490,6 +436,16 @@ class Symbol:
             raise AttributeError(f"'Symbol' object has no attribute {name!r}")
         fn = make_function(op, name)
         return lambda *args, **kwargs: fn(self, *args, **kwargs)
+
+
+def _operator_method(entry, reflected):
+    """Symbol's method for an operator of mixnet/_operator_table.py."""
+    def method(self, other):
+        return self._binary(other, entry, reverse=reflected)
+    return method
+
+
+install_operators(Symbol, _operator_method)
 
 
 def _call(public_name, *args, **kwargs):
