@@ -153,6 +153,7 @@ def w2(mx, np):
 def child(case, seconds):
     start = time.perf_counter()
     import numpy as np
+
     import mixnet as mx
     imported = time.perf_counter()
     hybridize_at, call, all_fused, baseline, settle = {"W1": w1, "W2": w2}[case](mx, np)

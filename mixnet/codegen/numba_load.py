@@ -63,6 +63,6 @@ def load_cached(dispatcher, signatures=None, select=None):
                 have += 1
     except (AttributeError, TypeError):     # not this Numba's internals: stop trying, compile as Numba does
         _failed.set()
-    except Exception:     # noqa: BLE001 - an unreadable cache entry: the caller's compile path deals with it
+    except Exception:     # noqa: BLE001, S110 - an unreadable cache entry: the caller's compile path deals with it
         pass
     return have

@@ -77,7 +77,7 @@ def start_loading():
 def _quietly(fn):
     try:
         fn()
-    except Exception:      # noqa: BLE001 - only a head start: the first call's loading does the same and reports
+    except Exception:      # noqa: BLE001, S110 - only a head start: the first call's loading does the same and reports
         pass
 
 
