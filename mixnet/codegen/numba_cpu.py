@@ -41,7 +41,7 @@ import threading
 
 import numpy as np
 
-from . import approx, cache, templates
+from . import approx, cache, numba_load, templates
 from .ir import Group, Ref, Step, group_from_nodes, inp, step  # noqa: F401 - re-exported: the IR's old home
 from .safe_text import node_comment
 
@@ -237,7 +237,9 @@ class Kernel:
         with self._lock:
             if variant not in self._ready:
                 try:
-                    getattr(self.module, variant).compile(self.signature())
+                    dispatcher = getattr(self.module, variant)
+                    numba_load.load_cached(dispatcher, [self.signature()])     # cached: Numba's compiler not started
+                    dispatcher.compile(self.signature())
                 except Exception:    # noqa: BLE001 - a broken cache entry: purge, re-import, compile once more
                     if self.path is None:                       # compiled in memory: there is no cache entry
                         raise

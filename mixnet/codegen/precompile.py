@@ -47,7 +47,7 @@ import time
 from .._atomic import write_atomic
 from . import cache
 
-__all__ = ["compile_elsewhere", "is_cached", "compile_eager_elsewhere", "eager_is_cached"]
+__all__ = ["compile_elsewhere", "is_cached", "compile_eager_elsewhere", "eager_is_cached", "start_loading"]
 
 _ONE_CHILD = threading.Lock()
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -57,6 +57,31 @@ _DTYPES = ("float32", "float64")
 _VARIANTS = ("serial", "parallel")
 _KERNEL_NAME = re.compile(r"mx_[0-9a-f]{16}")
 _PARENT_POLL = 0.2                                           # seconds between the child's checks on its parent
+
+
+def start_loading():
+    """Called by HybridBlock.hybridize(): when the kernel cache holds CPU kernels (a warm cache) and fused kernels
+    load in the background, imports Numba and starts its runtime now, in a daemon thread, so that the first
+    call's kernels only have to be read (codegen/numba_load.py). Once per process; nothing without a warm cache,
+    so a process that will compile anyway, or runs on a GPU only, does not import Numba for it."""
+    global _STARTED
+    from .. import config
+    if _STARTED or not (config.COMPILE_BACKGROUND and config.FUSE) or "numba" in sys.modules:
+        return
+    _STARTED = True
+    if glob.glob(os.path.join(glob.escape(cache.cache_dir()), "mx_*.py")):
+        from . import numba_load
+        threading.Thread(target=_quietly, args=(numba_load.prepare,), daemon=True, name="mixnet-numba-start").start()
+
+
+def _quietly(fn):
+    try:
+        fn()
+    except Exception:      # noqa: BLE001, S110 - only a head start: the first call's loading does the same and reports
+        pass
+
+
+_STARTED = False
 
 
 def is_cached(kernel):

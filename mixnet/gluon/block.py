@@ -16,6 +16,7 @@ from .. import initializer as init_module
 from .. import name as name_module
 from .._atomic import write_atomic
 from ..base import MXNetError, MXNetWarning
+from ..codegen import precompile
 from ..ndarray import load as nd_load, save as nd_save
 from ..ndarray.ndarray import NDArray
 from . import cached_graph
@@ -470,6 +471,8 @@ class HybridBlock(Block):
                            inline_limit=inline_limit, **kwargs)
         if clear:
             self._cached_graphs = {}
+        if active:
+            precompile.start_loading()          # a warm kernel cache: Numba's start-up before the first call
         super().hybridize(active, backend=backend, clear=clear, static_alloc=static_alloc,
                           static_shape=static_shape, inline_limit=inline_limit, **kwargs)
 
