@@ -1,4 +1,4 @@
-"""First-call (compile) latency of hybridized blocks, cold and warm kernel cache (reference/performance.md §4.4).
+"""First-call (compile) latency of hybridized blocks, cold and warm kernel cache.
 
 Each measurement runs in its own fresh interpreter (`--child CASE`) with MIXNET_CACHE_DIR pointed at a new
 temporary directory: the first process finds it empty (cold), the second finds what the first left (warm).
