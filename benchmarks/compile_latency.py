@@ -123,7 +123,6 @@ def eager_lenet(mx, np, t0, t1):
 
     t2 = time.perf_counter()
     steps = [step() for _ in range(20)]
-    t3 = time.perf_counter()
     wait = getattr(_fastpath, "wait_compiled", None)      # absent before background compilation existed
     if wait is not None:
         wait()
