@@ -43,7 +43,7 @@ break of any kind, no non-ASCII); constants are rendered from parsed numbers. A 
 `KernelCompileError` naming the op and user line of the node whose line the compiler rejected.
 `compile_cubin(source, arch)` compiles a rendered kernel with NVRTC directly through `cupy.cuda.nvrtc`, which works
 without a GPU or driver (cupy's own compile helpers query the device first and fail there): CI's check of the
-generated code.
+generated code (tests/codegen/test_gpu_compile.py).
 
 Nothing here imports cupy until a kernel is launched or compiled.
 """
