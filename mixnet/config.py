@@ -82,13 +82,22 @@ def _positive_count(text):
     return value
 
 
+# The dict behind os.environ (CPython keeps every os.environ write in it, monkeypatch.setenv included), read
+# directly: os.environ.get of an unset name raises and catches a KeyError inside, ~1-5 us, too slow for flags
+# read on every op (MAX_ELEMENTS); a dict lookup is ~50 ns. Elsewhere, os.environ.get.
+_ENVIRON = getattr(os.environ, "_data", None)
+if _ENVIRON is None or not hasattr(os.environ, "encodekey") or not hasattr(os.environ, "decodevalue"):
+    _ENVIRON = None
+
+
 class _Flag:
-    """One flag: parsed from the environment at each read (the parse is memoized per raw text, so a read costs one
-    environment lookup), unless the program assigned it. `warn`: a value that does not parse warns once and
-    gives the default; otherwise the parse error is raised."""
+    """One flag: parsed from the environment at each read (the parse is memoized per raw value, so a read costs one
+    dict lookup), unless the program assigned it. `warn`: a value that does not parse warns once and gives the
+    default; otherwise the parse error is raised."""
 
     def __init__(self, env, parse, default, warn=False):
         self.env, self.parse, self.default, self.warn = env, parse, default, warn
+        self._key = os.environ.encodekey(env) if _ENVIRON is not None else env
         self._raw, self._value = None, default
 
     def __set_name__(self, owner, name):
@@ -97,14 +106,14 @@ class _Flag:
     def __get__(self, module, owner=None):
         if module is None:
             return self
-        override = module._overrides.get(self.name, _UNSET)
-        if override is not _UNSET:
-            return override
-        raw = os.environ.get(self.env)
+        if _overrides and self.name in _overrides:
+            return _overrides[self.name]
+        raw = _ENVIRON.get(self._key) if _ENVIRON is not None else os.environ.get(self.env)
         if raw is None:
             return self.default
         if raw != self._raw:
-            self._value, self._raw = self._parsed(raw), raw
+            text = os.environ.decodevalue(raw) if _ENVIRON is not None else raw
+            self._value, self._raw = self._parsed(text), raw
         return self._value
 
     def _parsed(self, raw):
@@ -122,15 +131,12 @@ class _Flag:
         # Assigning the value the environment gives drops the override, so that a saved value put back (`old =
         # config.FUSE; ...; config.FUSE = old`, or pytest's monkeypatch undoing) leaves the flag following the
         # environment again instead of freezing it.
-        module._overrides.pop(self.name, None)
+        _overrides.pop(self.name, None)
         if value != self.__get__(module):
-            module._overrides[self.name] = value
+            _overrides[self.name] = value
 
     def __delete__(self, module):
-        module._overrides.pop(self.name, None)
-
-
-_UNSET = object()
+        _overrides.pop(self.name, None)
 
 
 class _Config(types.ModuleType):
