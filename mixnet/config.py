@@ -1,8 +1,8 @@
 """Environment flags. Each flag is documented here and read here only, and every read is at call time: a
 notebook can set `os.environ["MIXNET_LOG_COMPILES"] = "1"` (or `mx.config.LOG_COMPILES = True`) and the next
 hybridize trace logs, with no restart. Read as attributes, `config.FUSE`; assigning one (`config.FUSE = False`)
-overrides the environment for this process until `del config.FUSE` (or until the environment's own value is
-assigned). A flag takes effect where it is used: FUSE,
+overrides the environment for this process until `del config.FUSE` or until the environment variable changes
+(whichever was set last wins). A flag takes effect where it is used: FUSE,
 EPILOGUE, INPLACE and FUSE_MIN_SIZE when a hybridized block builds a plan (its first call per signature),
 LOG_COMPILES at each trace, DEBUG_ERRORS when an op fails, and so on. Switches are on for any value except "",
 0, false, no and off (any case).
@@ -106,9 +106,12 @@ class _Flag:
     def __get__(self, module, owner=None):
         if module is None:
             return self
-        if _overrides and self.name in _overrides:
-            return _overrides[self.name]
         raw = _ENVIRON.get(self._key) if _ENVIRON is not None else os.environ.get(self.env)
+        if _overrides and self.name in _overrides:
+            value, raw_then = _overrides[self.name]
+            if raw == raw_then:
+                return value
+            _overrides.pop(self.name, None)           # the environment changed since: it was set last
         if raw is None:
             return self.default
         if raw != self._raw:
@@ -128,12 +131,14 @@ class _Flag:
             return self.default
 
     def __set__(self, module, value):
-        # Assigning the value the environment gives drops the override, so that a saved value put back (`old =
-        # config.FUSE; ...; config.FUSE = old`, or pytest's monkeypatch undoing) leaves the flag following the
-        # environment again instead of freezing it.
+        # Whichever was set last wins: the assignment holds until the environment variable changes. So a saved
+        # value put back (`old = config.FUSE; ...; config.FUSE = old`), or pytest's monkeypatch undoing a setattr
+        # and a setenv in either order, leaves the flag following the environment again instead of freezing it.
+        # Assigning the environment's own value is no override at all.
         _overrides.pop(self.name, None)
         if value != self.__get__(module):
-            _overrides[self.name] = value
+            raw = _ENVIRON.get(self._key) if _ENVIRON is not None else os.environ.get(self.env)
+            _overrides[self.name] = (value, raw)
 
     def __delete__(self, module):
         _overrides.pop(self.name, None)

@@ -73,22 +73,24 @@ def test_codegen_reads_show_code_through_config(monkeypatch, capsys, tmp_path, n
         cache.set_cache_dir(previous)
 
 
-def test_assignment_overrides_the_environment_until_deleted(monkeypatch, no_overrides):
+def test_assignment_overrides_the_environment_until_deleted_or_the_environment_changes(monkeypatch, no_overrides):
     monkeypatch.setenv("MIXNET_FUSE_MIN_SIZE", "100")
     assert config.FUSE_MIN_SIZE == 100
     monkeypatch.setenv("MIXNET_FUSE_MIN_SIZE", "2e3")
     assert config.FUSE_MIN_SIZE == 2000
     config.FUSE_MIN_SIZE = 7
-    monkeypatch.setenv("MIXNET_FUSE_MIN_SIZE", "5")
     assert config.FUSE_MIN_SIZE == 7
     del config.FUSE_MIN_SIZE
+    assert config.FUSE_MIN_SIZE == 2000
+    config.FUSE_MIN_SIZE = 7
+    monkeypatch.setenv("MIXNET_FUSE_MIN_SIZE", "5")          # set after the assignment: it wins
     assert config.FUSE_MIN_SIZE == 5
     monkeypatch.delenv("MIXNET_FUSE_MIN_SIZE")
     assert config.FUSE_MIN_SIZE == 16384
 
 
 def test_putting_a_saved_value_back_follows_the_environment_again(monkeypatch, no_overrides):
-    """`old = config.X; config.X = new; ...; config.X = old` (and monkeypatch's undo) must not freeze the flag."""
+    """`old = config.X; config.X = new; ...; config.X = old` must not freeze the flag."""
     monkeypatch.delenv("MIXNET_EPILOGUE", raising=False)
     old = config.EPILOGUE
     config.EPILOGUE = False
@@ -96,6 +98,18 @@ def test_putting_a_saved_value_back_follows_the_environment_again(monkeypatch, n
     config.EPILOGUE = old
     monkeypatch.setenv("MIXNET_EPILOGUE", "0")
     assert config.EPILOGUE is False
+
+
+def test_monkeypatching_attribute_and_environment_together_leaves_nothing_behind(monkeypatch, no_overrides):
+    """pytest undoes setattr before setenv: the attribute is put back while the variable is still set."""
+    monkeypatch.delenv("MIXNET_SHOW_CODE", raising=False)
+    with pytest.MonkeyPatch.context() as inner:
+        inner.setattr(config, "SHOW_CODE", True)
+        inner.setenv("MIXNET_SHOW_CODE", "1")
+        assert config.SHOW_CODE is True
+    assert config.SHOW_CODE is False
+    monkeypatch.setenv("MIXNET_SHOW_CODE", "1")
+    assert config.SHOW_CODE is True
 
 
 def test_fusion_switched_off_in_a_running_process(monkeypatch, no_overrides):
