@@ -1,4 +1,4 @@
-"""First-call (compile) latency of hybridized blocks, cold and warm kernel cache (reference/performance.md §4.4).
+"""First-call (compile) latency of hybridized blocks, cold and warm kernel cache.
 
 Each measurement runs in its own fresh interpreter (`--child CASE`) with MIXNET_CACHE_DIR pointed at a new
 temporary directory: the first process finds it empty (cold), the second finds what the first left (warm).
@@ -123,7 +123,6 @@ def eager_lenet(mx, np, t0, t1):
 
     t2 = time.perf_counter()
     steps = [step() for _ in range(20)]
-    t3 = time.perf_counter()
     wait = getattr(_fastpath, "wait_compiled", None)      # absent before background compilation existed
     if wait is not None:
         wait()

@@ -71,7 +71,6 @@ def main():
 
     import numba
     import numpy as np
-    import mixnet as mx
     from mixnet import config, nd
     numba.set_num_threads(args.threads)
     hand_rowsum, hand_sqdiff = hand_written()

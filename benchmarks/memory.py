@@ -4,7 +4,7 @@ Every variant runs in its own fresh subprocess (`--variant NAME`), so one varian
 another's. Per variant:
   rss_after_setup_mb   resident set after building + initializing the net and the input (before any forward)
   first_rise_mb        peak RSS rise during the first forward, above rss_after_setup (fresh process: the figure
-                       comparable with the peers of reference/performance.md §3; includes tracing and kernel
+                       comparable with the peers' figures in benchmarks/README.md; includes tracing and kernel
                        compile/load when hybridized)
   peak_rise_mb         largest peak RSS rise over the timed (steady-state) forwards, each above the RSS just
                        before that call: the transient working set of a forward. Memory the allocator kept from an

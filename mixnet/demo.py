@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 import mixnet as mx
-from mixnet import autograd, gluon, nd
+from mixnet import autograd, gluon
 from mixnet.gluon import nn, rnn
 from mixnet.gluon.data import batchify
 from mixnet.gluon.data.sampler import padding_fraction

@@ -1,6 +1,6 @@
 """MXNet's binary NDArray list format (``nd.save`` / ``nd.load`` / ``.params`` files), in numpy.
 
-The byte layout is described in ``shared/reference/mxnet-formats.md`` §2.  In short::
+The byte layout (MXNet's ``NDArray::Save`` / ``Load``, src/ndarray/ndarray.cc)::
 
     u64 0x112 | u64 0 | u64 n_arrays | record * n_arrays | u64 n_names | string * n_names
 

@@ -403,7 +403,6 @@ def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func
                  shuffle_csr_indices=False, distribution=None, ctx=None):
     """A random NDArray: dense standard-normal values (float32 unless dtype says otherwise), or for
     stype 'row_sparse' / 'csr' rand_sparse_ndarray's array."""
-    from .ndarray.ndarray import array
     if stype != "default":
         return rand_sparse_ndarray(shape, stype, density=density, modifier_func=modifier_func, dtype=dtype,
                                    shuffle_csr_indices=shuffle_csr_indices, distribution=distribution, ctx=ctx)[0]
@@ -535,7 +534,7 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
 def _check_numeric_gradient_callable(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
                                      use_forward_train, ctx, dtype):
     from . import autograd
-    from .ndarray.ndarray import NDArray, array
+    from .ndarray.ndarray import NDArray
     if not callable(sym):
         raise MXNetError(f"check_numeric_gradient: expected a Symbol or a Python callable that takes NDArrays "
                          f"and returns an NDArray (or a tuple of them), got {type(sym).__name__}")
@@ -643,7 +642,7 @@ def _check_dtype(function, dtype, allow_asnumpy=True):
 
 def _nd(value, ctx, dtype):
     """An NDArray as it is, anything else as an NDArray of dtype (its own dtype for 'asnumpy')."""
-    from .ndarray.ndarray import NDArray, array
+    from .ndarray.ndarray import NDArray
     if isinstance(value, NDArray):
         return value
     value = np.asarray(value)

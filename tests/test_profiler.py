@@ -211,7 +211,7 @@ def test_memory_counts_arrays_ops_make_until_freed(tmp_path):
     profiler.set_state("run")
     x = mx.nd.ones((10, 10))                          # 400 bytes in use
     y = x + 1                                         # 800
-    y = None                                          # freed: 400
+    del y                                             # freed: 400
     z = x.reshape((100,))                             # a view of x: nothing new
     profiler.set_state("stop")
     stats = json.loads(profiler.dumps(format="json"))

@@ -1,4 +1,5 @@
-"""Code generation for fused elementwise kernels (DESIGN.md, "Generated code is for people too").
+"""Code generation for fused elementwise kernels. Generated code is for people too: each kernel is a real file,
+one line per node with a comment naming the op and the user's line, that can be printed and opened.
 
 * `ir`         — the fusion IR both backends render: `Group`, `Step`, `inp`, `step`, `group_from_nodes`.
 * `templates`  — the registry's scalar templates, parsed and checked once for both backends.

@@ -5,8 +5,8 @@ directory (default `~/.cache/mixnet/kernels`, or `$MIXNET_CACHE_DIR`). The conte
 and constants, never the user's file:line (the renderers leave locations out of the cached form), so the same
 math written on any line of any script is one file. Its functions are `@njit(cache=True)`, so Numba stores the
 compiled machine code beside it (in `<dir>/numba`), keyed on the file: a later process that generates the same
-source gets a Numba cache hit (~0.15 s instead of ~0.5 s per kernel; reference/performance.md §4.4). CUDA
-sources are stored the same way as `.cu` files (`store_source`), for people to open.
+source gets a Numba cache hit (~0.15 s instead of ~0.5 s per kernel; Numba cannot cache a function exec'd from
+a string, hence real files). CUDA sources are stored the same way as `.cu` files (`store_source`), for people to open.
 
 Rules that make this safe:
 * What runs is the source this process rendered: `load_source` compiles the string it was given (with the file's
@@ -50,6 +50,7 @@ import time
 import types
 import warnings
 
+from .. import config
 from .._atomic import write_atomic
 from ..base import MXNetWarning
 
@@ -73,7 +74,7 @@ class CacheWarning(MXNetWarning):
 
 def cache_dir():
     """Where kernel files live: set_cache_dir(), else $MIXNET_CACHE_DIR, else ~/.cache/mixnet/kernels."""
-    path = _override or os.environ.get("MIXNET_CACHE_DIR") or os.path.join("~", ".cache", "mixnet", "kernels")
+    path = _override or config.CACHE_DIR or os.path.join("~", ".cache", "mixnet", "kernels")
     return os.path.abspath(os.path.expanduser(path))
 
 
@@ -272,7 +273,6 @@ def purge_numba_cache(path):
 def _evict(directory, keep):
     """Deletes least recently used kernels (source file and Numba's files) until the cache fits in
     config.CACHE_MAX_MB; never `keep`. Numba files whose source file is gone count as the oldest."""
-    from .. import config
     limit = config.CACHE_MAX_MB * (1 << 20)
     kernels = {}                                      # stem -> [last use (ns), bytes, paths]
     try:

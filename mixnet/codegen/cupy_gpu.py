@@ -41,14 +41,14 @@ printed source has the lines. Outside text reaches the source only in `//` comme
 safe_text.comment_text (no backslash, which would continue the comment onto the next line, no `?`, no line
 break of any kind, no non-ASCII); constants are rendered from parsed numbers. A compile error is raised as
 `KernelCompileError` naming the op and user line of the node whose line the compiler rejected.
-`compile_cubin(source, arch)` compiles a rendered kernel with NVRTC directly, which works without a GPU or driver
-(reference/performance.md §6.2): CI's check of the generated code.
+`compile_cubin(source, arch)` compiles a rendered kernel with NVRTC directly through `cupy.cuda.nvrtc`, which works
+without a GPU or driver (cupy's own compile helpers query the device first and fail there): CI's check of the
+generated code (tests/codegen/test_gpu_compile.py).
 
 Nothing here imports cupy until a kernel is launched or compiled.
 """
 import ast
 import math
-import os
 import re
 import sys
 import threading
@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import config
 from ..base import MXNetError
 from . import cache, templates
 from .safe_text import node_comment
@@ -394,10 +395,6 @@ def compile_cubin(source, arch="sm_90"):
 
 
 # ------------------------------------------------------------------------------------------------ launching
-def _show_code():
-    return os.environ.get("MIXNET_SHOW_CODE", "") not in ("", "0")
-
-
 class CudaKernel:
     """A group compiled for cupy: `kernel(*inputs, out=None)` returns one cupy array (or a tuple, for several
     outputs) of the broadcast shape. Attributes: group, dtype, source (the flat layout's CUDA source as it is
@@ -424,7 +421,7 @@ class CudaKernel:
             if layout not in self.sources:
                 source = self.render(layout)
                 path = cache.store_source(source.text, ".cu")
-                if _show_code():
+                if config.SHOW_CODE:
                     print(f"// ---- mixnet kernel {path or '(not stored: no usable cache directory)'}\n"
                           f"{self.render(layout, locations=True).text}", file=sys.stderr)
                 self.sources[layout], self.paths[layout] = source, path

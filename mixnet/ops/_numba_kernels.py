@@ -10,8 +10,9 @@ first use, so `import mixnet` does not pay for importing Numba. `cache=True` kee
 Conventions: arrays are C-contiguous (N, C, H, W) (1-D ops pass H = 1) and are indexed through flat views with
 `np.uintp` indices: a signed index makes Numba test it for Python's negative wraparound on every access, which
 kept these loops from vectorizing (im2col ran 2.5x slower). Geometry arguments are plain ints; outputs are
-preallocated by the caller. No libm transcendental functions in float32 loops (this Numba has no SVML,
-performance.md §4.1): softmax uses codegen/approx.py's vectorizable exp_f32 there, libm in float64.
+preallocated by the caller. No libm transcendental functions in float32 loops (llvmlite here is built
+without SVML, so a libm call inside a loop stays a scalar call and keeps the loop from vectorizing): softmax
+uses codegen/approx.py's vectorizable exp_f32 there, libm in float64.
 """
 import math
 

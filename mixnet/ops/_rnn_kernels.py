@@ -5,8 +5,8 @@ loops are not compiled yet) and tests compare the two.
 
 Only `_fastpath` loads this module (with `_numba_kernels`, as one of codegen/precompile.py's EAGER_MODULES: compiled
 in the background child, cached on disk). Transcendentals: float32 uses codegen/approx.py's vectorizable
-sigmoid_f32 / tanh_f32 (a few ulp; this Numba has no SVML, reference/performance.md §4.1), float64 libm (sigmoid
-as approx.sigmoid_libm64).
+sigmoid_f32 / tanh_f32 (a few ulp; llvmlite here has no SVML, so libm calls would keep the loops scalar), float64
+libm (sigmoid as approx.sigmoid_libm64).
 Arrays are C-contiguous 2-D; rows are the batch, columns the gates [i, f, g, o] (LSTM) or [r, z, n] (GRU).
 """
 import math

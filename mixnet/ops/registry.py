@@ -1,7 +1,8 @@
 """The operator registry: every op is declared once, here, and everything else reads the declaration.
 
 `nd.*` functions and NDArray methods, autograd, the generated tests — and later tracing, the symbol JSON and
-fusion — all come from the `OpDef` table. See DESIGN.md, "The operator registry is the single source of truth".
+fusion — all come from the `OpDef` table, so an op's behaviour is written in one place and adding an op is one
+`register` call (docs/architecture.md describes the layers that read it).
 """
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional

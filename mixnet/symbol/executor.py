@@ -12,11 +12,10 @@ them; a forward of an executor with gradient arrays is always recorded, so `back
 returns an executor whose arrays share memory with this one's; the graph it runs is the common-subexpression-
 eliminated one unless MXNET_ELIMINATE_COMMON_EXPR=0 at bind (`get_optimized_symbol`).
 """
-import os
 
 import numpy as np
 
-from .. import autograd
+from .. import autograd, config
 from ..base import MXNetError
 from ..context import Context, current_context
 from ..ndarray import ndarray as nd_module
@@ -187,8 +186,7 @@ class Executor:
         reqs = _grad_reqs(self._arg_names, grad_req)
         self._reqs = {n: (r if self.grad_dict[n] is not None else "null") for n, r in reqs.items()}
         # read at bind, as MXNet's graph executor reads it
-        eliminate = os.environ.get("MXNET_ELIMINATE_COMMON_EXPR", "1").strip() not in ("0", "false", "False")
-        self._graph = optimize(symbol) if eliminate else symbol
+        self._graph = optimize(symbol) if config.ELIMINATE_COMMON_EXPR else symbol
         self._monitor = None
         self._heads = None
         self._types = None

@@ -1,4 +1,5 @@
-"""`-symbol.json` in MXNet's schema (see shared/reference/mxnet-formats.md §3).
+"""`-symbol.json` in MXNet's schema: {"nodes": [{"op", "name", "attrs", "inputs": [[node, output, version]]}],
+"arg_nodes", "node_row_ptr", "heads", "attrs": {"mxnet_version": ["int", N]}}, attribute values as strings.
 
 The writer produces the bytes MXNet 1.9.1's dmlc JSONWriter produces for the same graph. The reader accepts
 MXNet files of every version: old "attr"/"param" keys, missing node_row_ptr, 2-element entries, legacy hidden

@@ -1,6 +1,6 @@
 """`Symbol`: a list of node outputs in the graph IR, with MXNet 1.x's Symbol API.
 
-Differences from MXNet, on purpose (DESIGN.md, "Compatibility decisions"): `+ - * / % **` and comparisons
+Differences from MXNet, on purpose (docs/compatibility.md lists them all): `+ - * / % **` and comparisons
 between Symbols broadcast (they map to `broadcast_add` etc., as NDArray's do; MXNet used non-broadcasting
 `elemwise_add`). Node names stay MXNet's (`_plus0`, `_mulscalar0`). `print(sym)` shows one line per node with
 its op, inputs, attributes and the user's `file:line` (repr stays MXNet's `<Symbol name>`).

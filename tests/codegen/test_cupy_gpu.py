@@ -1,5 +1,5 @@
-"""CUDA code generation (mixnet/codegen/cupy_gpu.py), checked at every depth a machine allows
-(reference/performance.md §6.3):
+"""CUDA code generation (mixnet/codegen/cupy_gpu.py), checked at every depth a machine allows (the GPU tests
+skip without a GPU, so the depths below keep CUDA code-generation errors from landing unnoticed):
 
 1. everywhere: every fusible op's template is rendered for float32 and float64 and flat/broadcast layouts, and the
    source is checked structurally (float32 stays float32, one commented line per node, the layout's indexing);

@@ -1,4 +1,4 @@
-"""Generated code never runs text from a model file or a user's program (DESIGN.md, "Safety"): hostile node names,
+"""Generated code never runs text from a model file or a user's program (both are untrusted input): hostile node names,
 op names, locations and attribute values go through every code generator (compiled graph code, Numba fused and
 reduction kernels, CUDA source, the compiling child's arguments), and nothing runs while the results stay right.
 

@@ -12,7 +12,7 @@ import os
 
 import mxnet as mx
 import numpy as np
-from mxnet import autograd, gluon, nd
+from mxnet import autograd, nd
 from mxnet.gluon import nn
 
 assert mx.__version__ == "1.9.1", mx.__version__

@@ -5,7 +5,6 @@ import os
 
 import numpy as np
 
-import mixnet as mx
 from mixnet import autograd, nd
 from mixnet.gluon import nn
 
