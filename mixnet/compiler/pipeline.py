@@ -12,6 +12,7 @@ passes themselves live beside the IR (symbol/passes.py, epilogue.py, fuse.py, me
 import dataclasses
 
 from .. import config
+from ..base import MXNetError
 from ..symbol import memory, passes
 from ..symbol.epilogue import epilogue
 from ..symbol.fuse import fuse
@@ -78,11 +79,17 @@ class Pipeline(tuple):
 
     def until(self, name):
         """The passes before `name`."""
-        return Pipeline(self[:[p.name for p in self].index(name)])
+        return Pipeline(self[:self._index(name)])
 
     def since(self, name):
         """`name` and the passes after it."""
-        return Pipeline(self[[p.name for p in self].index(name):])
+        return Pipeline(self[self._index(name):])
+
+    def _index(self, name):
+        for k, step in enumerate(self):
+            if step.name == name:
+                return k
+        raise MXNetError(f"unknown graph pass {name!r} (known: {self})")
 
 
 def _cse(graph, options):

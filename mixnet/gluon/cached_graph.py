@@ -108,7 +108,7 @@ class CachedGraph:
 
     def _prepare(self, symbol, input_names, params, flat, constants, flags):
         self.symbol = symbol                                                   # as traced (what export writes)
-        self.plan = passes.cse(symbol)              # what check mode interprets and the compiler starts from
+        self.graph = passes.cse(symbol)             # what check mode interprets and the compiler starts from
         self.input_names = input_names
         self.ctx = flat[0].context if flat else current_context()
         self.constants = {n: c.as_in_context(self.ctx) for n, c in constants.items()}
@@ -125,7 +125,7 @@ class CachedGraph:
         self.static_alloc = bool(flags.get("static_alloc", False))
         self.mirror = bool(flags.get("mirror", config.MIRROR))
         self.inline_limit = flags.get("inline_limit", 2)   # autograd.get_symbol inlines graphs this small
-        self._graph = None
+        self._typed_graph = None
         self._inference = None
         self._training = {}
         self._building = threading.Lock()      # threads making a plan's first call at once build it once
@@ -134,10 +134,10 @@ class CachedGraph:
         self.build_seconds = 0.0               # making its plans (fusing in the background not included)
 
     def _typed(self):
-        """The graph every plan of this signature starts from: `plan`, typed once (compiler.typed_graph)."""
-        if self._graph is None:
-            self._graph = compiler.typed_graph(self.plan, self.names, self.shapes, self.dtypes, done=("cse",))
-        return self._graph
+        """The graph every plan of this signature starts from: `graph`, typed once (compiler.typed_graph)."""
+        if self._typed_graph is None:
+            self._typed_graph = compiler.typed_graph(self.graph, self.names, self.shapes, self.dtypes, done=("cse",))
+        return self._typed_graph
 
     def _options(self):
         return compiler.Options(device=self.ctx.device_type, fusion=self.fusion, static_alloc=self.static_alloc)
@@ -198,7 +198,7 @@ class CachedGraph:
         and op hooks (monitor(node, inputs, outputs) after each node) observe this run."""
         from ..symbol.executor import run_graph
         self.calls += 1
-        outs = run_graph(self.plan, dict(zip(self.names, self._inputs(flat))), self.ctx, monitor)
+        outs = run_graph(self.graph, dict(zip(self.names, self._inputs(flat))), self.ctx, monitor)
         return unflatten(list(outs), self.out_structure)
 
 

@@ -169,7 +169,7 @@ class TrainingPlan:
 
     def __init__(self, graph, mask, ctx, is_train, options, mirror=False):
         symbol, names = graph.symbol, list(graph.names)
-        self.plan = symbol                     # what a create_graph backward replays, and get_symbol inlines
+        self.graph = symbol                    # what a create_graph backward replays, and get_symbol inlines
         self.names = names
         self.wrt = [n for n, m in zip(names, mask) if m]
         self.wrt_set = set(self.wrt)
@@ -275,7 +275,7 @@ class TrainingPlan:
             if now is not None:
                 state.state = ctx.attrs["rng_state"]
             try:
-                outs = run_graph(self.plan, values, self.ctx)
+                outs = run_graph(self.graph, values, self.ctx)
             finally:
                 if now is not None:
                     state.state = now

@@ -68,7 +68,7 @@ def _restore(snapshot):
 
 def _first_divergence(graph, eager_calls, graph_calls):
     """Pairs each graph node with the eager op of the same name and output shapes (in order) and compares."""
-    nodes = [n for n in graph.plan._nodes() if n.op is not None]
+    nodes = [n for n in graph.graph._nodes() if n.op is not None]
     pending = list(eager_calls)
     for node, (name, outs) in zip(nodes, graph_calls):
         if subgraphs(node):

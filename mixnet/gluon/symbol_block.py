@@ -19,7 +19,7 @@ from ..ndarray.ndarray import NDArray
 from ..serialization import DTYPE_CODES
 from .. import initializer as init_module
 from .. import symbol as symbol_module
-from ..symbol.graph import Node, topo_order
+from ..symbol.graph import rewrite
 from ..symbol.infer import known
 from ..symbol.json_io import short_repr
 from ..ops.attrs import parse_shape
@@ -72,18 +72,12 @@ def _compose(symbol, entries):
     """The output entries of a copy of `symbol` whose variables named in `entries` ({name: (node, index)}) read
     those entries instead: how a SymbolBlock's graph joins a hybridized parent's trace (the parameters' variables
     are kept, so the parent reads them as this block's Parameters)."""
-    made = {}               # id(original node) -> its copy, or for a variable the entry that replaces it
-
-    def entry(src, idx):
-        return made[id(src)] if src.op is None else (made[id(src)], idx)
-    for node in topo_order(symbol._outputs):
+    def over_entries(node, inputs):
         if node.op is None:
-            made[id(node)] = entries.get(node.name, (node, 0))
-            continue
-        copy = Node(node.op, node.name, node.attrs, dict(node.raw), [entry(*e) for e in node.inputs], node.location)
-        copy.json_outputs, copy.json_versions = node.json_outputs, node.json_versions
-        made[id(node)] = copy
-    return [entry(*e) for e in symbol._outputs]
+            return [entries[node.name]] if node.name in entries else None
+        return node.clone(inputs, raw=dict(node.raw))
+
+    return rewrite(symbol._outputs, over_entries)
 
 
 def _as_symbol_list(x, what):

@@ -23,6 +23,7 @@ import weakref
 import numpy as np
 
 from .. import config
+from .passes import cse
 
 __all__ = ["BodyPlan", "body_plan"]
 
@@ -36,7 +37,9 @@ class BodyPlan:
     def __init__(self, body, names, shapes, dtypes, ctx, is_train):
         from ..compiler import Options, typed_graph
         self.body, self.names, self.ctx, self.is_train = body, list(names), ctx, is_train
-        self.graph = typed_graph(body, names, shapes, dtypes)        # typed once, for both plans
+        # CSE'd and typed once, for both plans: the training plan differentiates the CSE'd body, so its forward
+        # part is not CSE'd again
+        self.graph = typed_graph(cse(body), names, shapes, dtypes, done=("cse",))
         self.out_shapes = [n.types[i][0] for n, i in self.graph.symbol._outputs]
         self.out_dtypes = [n.types[i][1] for n, i in self.graph.symbol._outputs]
         self._options = Options(device=ctx.device_type, fusion=config.FUSE)

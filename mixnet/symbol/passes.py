@@ -1,16 +1,14 @@
-"""Graph -> graph passes over Symbols, each small and testable alone; `run(symbol, names)` chains them.
+"""Graph -> graph passes over Symbols, each small and testable alone (mixnet/compiler/pipeline.py orders them).
 
 * `verify`: structural checks (every input is an earlier node's existing output, op arity, variable names
   unique) — run between passes when debugging (MIXNET_VERIFY=1);
 * `cse`: common-subexpression elimination — nodes applying the same op with the same attributes to the same
   inputs are merged (never random, stateful or creation ops);
-* `drop_identity_reshapes`: reshapes that keep their input's shape go (needs the exact shapes, so it is called
-  with them rather than through `run`);
+* `drop_identity_reshapes`: reshapes that keep their input's shape go (needs the exact shapes);
 * dead code needs no pass: a Symbol holds only the nodes its outputs reach.
 """
 import numpy as np
 
-from .. import config
 from ..base import MXNetError
 from .graph import graph_types, rewrite, topo_order
 from .symbol import Symbol
@@ -95,18 +93,3 @@ def drop_identity_reshapes(symbol, eshape=None, edtype=None):
         return None
 
     return Symbol(rewrite(symbol._outputs, drop))
-
-
-PASSES = {"verify": verify, "cse": cse}
-
-
-def run(symbol, names):
-    """Applies the named passes in order (verifying after each one when MIXNET_VERIFY=1)."""
-    for name in names:
-        try:
-            symbol = PASSES[name](symbol)
-        except KeyError:
-            raise MXNetError(f"unknown graph pass {name!r} (known: {', '.join(PASSES)})") from None
-        if config.VERIFY and name != "verify":
-            symbol = verify(symbol)
-    return symbol

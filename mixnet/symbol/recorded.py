@@ -7,7 +7,7 @@ hybridized block's call (one `_CachedOp` tape node) is inlined as the graph it r
 """
 from .. import autograd
 from ..base import MXNetError
-from .graph import Node, raw_from_attrs, topo_order
+from .graph import Node, raw_from_attrs, rewrite, topo_order
 
 __all__ = ["symbol_of"]
 
@@ -35,7 +35,7 @@ def symbol_of(x):
         if op.name == "_CachedOp":
             limit = tape_node.attrs.get("inline_limit")
             plan = op.grad.__self__
-            if limit is None or sum(1 for n in topo_order(plan.plan._outputs) if n.op is not None) <= limit:
+            if limit is None or sum(1 for n in topo_order(plan.graph._outputs) if n.op is not None) <= limit:
                 built[id(tape_node)] = _inline(tape_node, entry)
             else:                                     # as MXNet: a larger graph stays one _CachedOp node
                 node = Node(op, f"_cachedop{len(built)}", {}, {}, [entry(a) for a in tape_node.attrs["inputs"]])
@@ -53,9 +53,8 @@ def _inline(tape_node, entry):
     """The entries of a hybridized call's outputs: its graph cloned over the call's own inputs."""
     plan = tape_node.op.grad.__self__                 # the TrainingPlan whose backward the tape node runs
     given = {name: entry(arr) for name, arr in zip(plan.names, tape_node.attrs["inputs"])}
-    clones = {}
-    for node in topo_order(plan.plan._outputs):
-        if node.op is not None:
-            inputs = [given[src.name] if src.op is None else (clones[id(src)], i) for src, i in node.inputs]
-            clones[id(node)] = Node(node.op, node.name, node.attrs, node.raw, inputs, node.location)
-    return [given[n.name] if n.op is None else (clones[id(n)], i) for n, i in plan.plan._outputs]
+
+    def over_given(node, inputs):           # the clones are a user's graph: untyped, they may run other shapes
+        return [given[node.name]] if node.op is None else node.clone(inputs, types=None)
+
+    return rewrite(plan.graph._outputs, over_given)

@@ -156,10 +156,8 @@ class Symbol:
                 if node.name in replace:
                     substitutes[id(node)] = replace[node.name]._outputs[0]
                 continue
-            clone = Node(node.op, node.name, dict(node.attrs), dict(node.raw), (), node.location)
-            clone.json_outputs = node.json_outputs
-            clone.inputs = [entry(src, idx) for src, idx in node.inputs]
-            clones[id(node)] = clone
+            clones[id(node)] = node.clone([entry(src, idx) for src, idx in node.inputs], attrs=dict(node.attrs),
+                                          raw=dict(node.raw), json_versions=None)
         outputs = [entry(node, idx) for node, idx in self._outputs]
         if name is not None and len(outputs) == 1 and outputs[0][0].op is not None:
             outputs[0][0].name = name

@@ -224,7 +224,7 @@ def test_check_mode_reports_the_first_diverging_node():
     x = nd.random.uniform(shape=(4, 5))
     net(x)
     # Simulate a compiler bug: the cached graph computes something else than the block's code.
-    node = next(n for n in net._last_graph.plan._nodes() if n.op is not None and n.op.name == "Activation")
+    node = next(n for n in net._last_graph.graph._nodes() if n.op is not None and n.op.name == "Activation")
     node.attrs = dict(node.attrs, act_type="tanh")
     with pytest.raises(HybridizeCheckError, match=r"first divergence at graph node '.*dense0_relu_fwd' "
                                                   r"\(Activation"):

@@ -278,7 +278,7 @@ def test_check_mode_runs_control_flow_blocks_and_catches_a_wrong_subgraph():
     block.hybridize(check=True)
     block(*x)
     # Simulate a compiler bug inside the body: the compiled loop computes sigmoid where the code says tanh.
-    node = next(n for n in block._last_graph.plan._nodes() if n.op is not None and n.op.name == "_foreach")
+    node = next(n for n in block._last_graph.graph._nodes() if n.op is not None and n.op.name == "_foreach")
     tanh = next(n for n in node.attrs["body"]._nodes() if n.op is not None and n.op.name == "tanh")
     tanh.op = registry.get("sigmoid")
     block._checks_left = 1
