@@ -113,11 +113,8 @@ def _k_act_bwd_bias(xp, grad, data, *, act_type, shape, out=None):
         dz = np.empty(grad.shape, grad.dtype) if dz_out is None else dz_out
         db = np.empty(shape, grad.dtype) if db_out is None else db_out
         g, d = np.ascontiguousarray(grad).reshape(-1), np.ascontiguousarray(data).reshape(-1)
-        if act_type == "relu":
-            loops.relu_backward_bias(g, d, dz.reshape(-1), db.reshape(-1))
-        else:
-            step = loops.sigmoid_backward_bias if act_type == "sigmoid" else loops.tanh_backward_bias
-            step(g, d, grad.dtype.type(1), dz.reshape(-1), db.reshape(-1))
+        loops.act_backward_bias(loops.BACKWARD_KINDS.index(act_type), g, d, grad.dtype.type(1), dz.reshape(-1),
+                                db.reshape(-1))
         return dz, db
     dz = into(xp, dz_out, _act_bwd_generic(xp, act_type, grad, data))
     db = dz.reshape(-1, n).sum(axis=0, keepdims=True, dtype=dz.dtype).reshape(shape)
