@@ -670,7 +670,7 @@ def _reg_head(name, fwd, grad_fn, ref):
 
 
 _reg_head("LinearRegressionOutput", lambda xp, x: x.copy(), lambda y, lab: y - lab, lambda x: x)
-_reg_head("LogisticRegressionOutput", lambda xp, x: 1 / (1 + xp.exp(-x)), lambda y, lab: y - lab,
+_reg_head("LogisticRegressionOutput", lambda xp, x: registry.get("sigmoid").kernel(xp, x), lambda y, lab: y - lab,
           lambda x: 1 / (1 + np.exp(-x)))
 _reg_head("MAERegressionOutput", lambda xp, x: x.copy(), lambda y, lab: call("sign", y - lab), lambda x: x)
 

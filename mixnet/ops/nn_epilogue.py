@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import _fastpath
+from . import _fastpath, registry
 from .attrs import Attr, REQUIRED, choice, parse_bool, parse_int, parse_shape
 from .common import call, into
 from .nn_act import _g_activation, _k_activation, _ref_activation
@@ -95,8 +95,8 @@ def _act_bwd_generic(xp, act_type, g, d):
         r = g * d * (1 - d)
     elif act_type == "tanh":
         r = g * (1 - d * d)
-    else:
-        r = g * (1 / (1 + xp.exp(-d)))
+    else:                                    # softrelu: d is its input, its derivative sigmoid(d)
+        r = g * registry.get("sigmoid").kernel(xp, d)
     return r if r.dtype == g.dtype else r.astype(g.dtype)
 
 
