@@ -71,7 +71,8 @@ def _fc_epilogue_inputs(a):
 
 
 register(OpDef(
-    name="_fc_epilogue", kernel=_k_fc_epilogue, inputs=_fc_epilogue_inputs, grad=_g_fc_epilogue, hidden=True,
+    name="_fc_epilogue", fast="_epilogue_kernels.bias_relu, for relu with a bias",
+    kernel=_k_fc_epilogue, inputs=_fc_epilogue_inputs, grad=_g_fc_epilogue, hidden=True,
     infer=lambda shapes, dtypes, act_type, **fc: _infer_fc(shapes, dtypes, **fc), writes_out=True,
     attrs={"num_hidden": Attr(parse_int, REQUIRED), "no_bias": Attr(parse_bool, False),
            "flatten": Attr(parse_bool, True), "act_type": Attr(choice(*ACTS), REQUIRED)},
@@ -148,7 +149,8 @@ def _ref_act_bwd_bias(g, d, act_type, shape):
 
 
 register(OpDef(
-    name="_act_bwd_bias", kernel=_k_act_bwd_bias, inputs=("grad", "data"), num_outputs=2, hidden=True,
+    name="_act_bwd_bias", fast="_epilogue_kernels.act_backward_bias, for relu, sigmoid and tanh",
+    kernel=_k_act_bwd_bias, inputs=("grad", "data"), num_outputs=2, hidden=True,
     attrs={"act_type": Attr(choice(*ACTS), REQUIRED), "shape": Attr(parse_shape, REQUIRED)},
     infer=_infer_act_bwd_bias, grad=_g_act_bwd_bias, writes_out=True,
     test=OpTest(ref=_ref_act_bwd_bias, cases=tuple(case for act in ACTS for case in (

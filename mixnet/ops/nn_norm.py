@@ -288,7 +288,8 @@ def channel_params(n_inputs, axis=None):
 
 
 register(OpDef(
-    name="BatchNorm", kernel=_k_batchnorm, inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+    name="BatchNorm", fast="_numba_kernels.batchnorm_sums / channel_affine",
+    kernel=_k_batchnorm, inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
     param_shapes=channel_params(5), input_init={"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
     attrs={"eps": Attr(parse_float, 1e-3), "momentum": Attr(parse_float, 0.9), "fix_gamma": Attr(parse_bool, True),
            "use_global_stats": Attr(parse_bool, False), "output_mean_var": Attr(parse_bool, False),
@@ -444,7 +445,8 @@ _BN_BWD_CASES = (
 for _name, _batch, _last in (("_batchnorm_bwd", True, ("gmean", "ginvstd")),
                              ("_batchnorm_global_bwd", False, ("moving_mean", "moving_var"))):
     register(OpDef(
-        name=_name, kernel=(lambda b: lambda xp, *arrays, out=None, **attrs: _k_bn_bwd(
+        name=_name, fast="_numba_kernels.batchnorm_sums / channel_affine",
+        kernel=(lambda b: lambda xp, *arrays, out=None, **attrs: _k_bn_bwd(
             xp, *arrays, batch=b, out=out, **attrs))(_batch),
         inputs=("data", "grad", "gamma") + _last, attrs=_BN_BWD_ATTRS, grad=_replayed(_bn_bwd_composite(_batch)),
         infer=_infer_params((("gamma", 2), (_last[0], 3), (_last[1], 4)),
@@ -523,7 +525,8 @@ def _ln_stats_shapes(shape, ax):
 
 
 register(OpDef(
-    name="LayerNorm", kernel=_k_layernorm, inputs=("data", "gamma", "beta"), grad=_g_layernorm,
+    name="LayerNorm", fast="_numba_kernels.layernorm_forward",
+    kernel=_k_layernorm, inputs=("data", "gamma", "beta"), grad=_g_layernorm,
     param_shapes=channel_params(3),
     attrs={"axis": Attr(parse_int, -1), "eps": Attr(parse_float, 1e-5), "output_mean_var": Attr(parse_bool, False)},
     num_outputs=3, num_visible=lambda a: 3 if a["output_mean_var"] else 1, writes_out=True,
@@ -593,7 +596,8 @@ def _ref_ln_bwd(x, g, gamma, gmean, gstd, axis=-1, eps=1e-5):
 
 
 register(OpDef(
-    name="_layernorm_bwd", kernel=_k_ln_bwd, inputs=("data", "grad", "gamma", "gmean", "gstd"),
+    name="_layernorm_bwd", fast="_numba_kernels.layernorm_backward",
+    kernel=_k_ln_bwd, inputs=("data", "grad", "gamma", "gmean", "gstd"),
     attrs={"axis": Attr(parse_int, -1), "eps": Attr(parse_float, 1e-5)}, num_outputs=3, hidden=True,
     writes_out=True, grad=_replayed(_ln_composite),
     infer=_infer_params((("gamma", 2),), lambda shape, ax: [(shape[ax],), (shape[ax],)]),

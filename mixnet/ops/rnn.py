@@ -728,7 +728,8 @@ def _param_shapes(a, s):
 
 
 register(OpDef(
-    name="RNN", kernel=_k_rnn, inputs=_input_names, attrs=_ATTRS, grad=_g_rnn, infer=_infer,
+    name="RNN", fast="_rnn_kernels (one loop per LSTM / GRU step)",
+    kernel=_k_rnn, inputs=_input_names, attrs=_ATTRS, grad=_g_rnn, infer=_infer,
     param_shapes=ParamShapes(_param_shapes, variables_only=True),
     num_outputs=_n_outputs, num_visible=_n_visible, train_aware=True, random=True, nondiff_inputs=(4,),
     output_names=("output", "state_output", "statecell_output"), json_outputs=_n_visible,
@@ -785,7 +786,8 @@ def _defaults():
 
 
 register(OpDef(
-    name="_rnn_bwd", kernel=_k_rnn_bwd, inputs=_bwd_input_names, attrs=_ATTRS, grad=_replayed(_bwd_composite),
+    name="_rnn_bwd", fast="_rnn_kernels (one loop per LSTM / GRU step)",
+    kernel=_k_rnn_bwd, inputs=_bwd_input_names, attrs=_ATTRS, grad=_replayed(_bwd_composite),
     infer=_infer_bwd, num_outputs=lambda a: 4 if a["mode"] == "lstm" else 3, nondiff_inputs=(4,), hidden=True,
     test=OpTest(ref=_ref_rnn_bwd, domain=(-1.0, 1.0), int_inputs={4: (1, 3)}, rtol=1e-3, atol=1e-4, grad2=False,
                 cases=(
