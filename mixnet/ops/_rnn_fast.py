@@ -19,20 +19,17 @@ before anything reads them.
 """
 import numpy as np
 
-from . import _fastpath
+from . import _fastpath, registry
 
 KERNELS = True           # the Numba step loops (tests switch them off to compare with the numpy steps)
 _GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
 
 def _sigmoid(xp, x, out):
-    """1 / (1 + exp(-x)) in place into out (the formula of the composite forward)."""
+    """The registry's sigmoid kernel into out (x itself here: the gates are activated in place); exp(-x) of a
+    very negative x overflows to inf on the way to its exact result 0, which is not worth a warning."""
     with np.errstate(over="ignore"):
-        xp.negative(x, out=out)
-        xp.exp(out, out=out)
-        out += 1
-        xp.reciprocal(out, out=out)
-    return out
+        return registry.get("sigmoid").kernel(xp, x, out=out)
 
 
 class _Dir:

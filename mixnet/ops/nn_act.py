@@ -78,7 +78,8 @@ def _k_relu_bwd(xp, grad, data, out=None):
 
 
 register(OpDef(
-    name="_relu_bwd", kernel=_k_relu_bwd, inputs=("grad", "data"), kind="binary", scalar="{0} * ({1} > 0)",
+    name="_relu_bwd", fast="_numba_kernels.relu_backward, once something else has loaded the loops",
+    kernel=_k_relu_bwd, inputs=("grad", "data"), kind="binary", scalar="{0} * ({1} > 0)",
     infer=infer_same, nondiff_inputs=(1,), hidden=True, writes_out=True,
     grad=lambda c, h: (call("_relu_bwd", h, c.inputs[1]), None),
     test=OpTest(ref=lambda g, x: g * (x > 0), cases=(
@@ -371,7 +372,8 @@ def _ref_softmax(kind):
 
 for _kind in ("softmax", "log_softmax", "softmin"):
     register(OpDef(
-        name=_kind, kernel=_softmax_kernel(_kind), inputs=_softmax_inputs, attrs=_SOFTMAX_ATTRS,
+        name=_kind, fast="_numba_kernels.softmax_forward, without lengths",
+        kernel=_softmax_kernel(_kind), inputs=_softmax_inputs, attrs=_SOFTMAX_ATTRS,
         grad=_softmax_grad(_kind), nondiff_inputs=(1,), writes_out=True, infer=_softmax_infer,
         test=OpTest(ref=_ref_softmax(_kind), int_inputs={1: (0, 5, "int32")}, cases=(
             (((3, 4),), {}), (((2, 3, 4),), {"axis": 1}), (((2, 5),), {"temperature": 2.0}),
@@ -441,7 +443,8 @@ def _ref_softmax_bwd(log):
 _SOFTMAX_BWD_CASES = ((((3, 4), (3, 4)), {}), (((2, 3, 4), (2, 3, 4)), {"axis": 1}),
                       (((2, 5), (2, 5)), {"temperature": 2.0}))
 register(OpDef(
-    name="_softmax_bwd", kernel=_k_softmax_bwd(False), inputs=("out", "grad"), infer=infer_same, hidden=True,
+    name="_softmax_bwd", fast="_numba_kernels.softmax_backward",
+    kernel=_k_softmax_bwd(False), inputs=("out", "grad"), infer=infer_same, hidden=True,
     attrs={"axis": Attr(parse_int, -1), "temperature": Attr(optional(parse_float), None),
            "softmin": Attr(parse_bool, False)},
     grad=_replayed(_softmax_bwd_composite(False)), writes_out=True,
@@ -449,7 +452,8 @@ register(OpDef(
                 cases=_SOFTMAX_BWD_CASES + ((((3, 4), (3, 4)), {"softmin": True}),)),
     doc="softmax's (softmin's) backward given its output and head gradient: out * (grad - sum(grad * out)) / t."))
 register(OpDef(
-    name="_log_softmax_bwd", kernel=_k_softmax_bwd(True), inputs=("out", "grad"), infer=infer_same, hidden=True,
+    name="_log_softmax_bwd", fast="_numba_kernels.softmax_backward",
+    kernel=_k_softmax_bwd(True), inputs=("out", "grad"), infer=infer_same, hidden=True,
     attrs={"axis": Attr(parse_int, -1), "temperature": Attr(optional(parse_float), None)},
     grad=_replayed(_softmax_bwd_composite(True)), writes_out=True,
     test=OpTest(ref=_ref_softmax_bwd(True), domain=(-3.0, -0.1), grad2=False, cases=_SOFTMAX_BWD_CASES),
@@ -670,7 +674,7 @@ def _reg_head(name, fwd, grad_fn, ref):
 
 
 _reg_head("LinearRegressionOutput", lambda xp, x: x.copy(), lambda y, lab: y - lab, lambda x: x)
-_reg_head("LogisticRegressionOutput", lambda xp, x: 1 / (1 + xp.exp(-x)), lambda y, lab: y - lab,
+_reg_head("LogisticRegressionOutput", lambda xp, x: registry.get("sigmoid").kernel(xp, x), lambda y, lab: y - lab,
           lambda x: 1 / (1 + np.exp(-x)))
 _reg_head("MAERegressionOutput", lambda xp, x: x.copy(), lambda y, lab: call("sign", y - lab), lambda x: x)
 

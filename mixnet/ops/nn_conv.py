@@ -378,15 +378,21 @@ def _conv_wgrad_infer(shapes, dtypes, kernel, stride, dilate, pad, num_group):
     return [conv_weight_grad_shape(shapes[0], shapes[1], kernel, stride, dilate, pad, num_group)], [dtypes[0]]
 
 
+# the fast path of the convolutions (OpDef.fast)
+_CONV_FAST = "_numba_kernels.im2col / col2im (ops/_conv_fast.py) around a BLAS GEMM"
+
+
 register(OpDef(
-    name="_conv", kernel=_k_conv, inputs=("data", "weight"), attrs=dict(_GEOM, out_size=Attr(parse_shape, ())),
+    name="_conv", fast=_CONV_FAST,
+    kernel=_k_conv, inputs=("data", "weight"), attrs=dict(_GEOM, out_size=Attr(parse_shape, ())),
     grad=_g_conv, hidden=True, writes_out=True, infer=_conv_infer,
     test=OpTest(ref=_ref_conv, cases=(
         (((1, 2, 5), (3, 2, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,), "out_size": (3,)}),
         (((1, 2, 5), (3, 2, 2)), {"kernel": (2,), "stride": (2,), "out_size": (3,)}),
     ))))
 register(OpDef(
-    name="_conv_data_grad", kernel=_k_conv_dgrad, inputs=("grad", "weight"),
+    name="_conv_data_grad", fast=_CONV_FAST,
+    kernel=_k_conv_dgrad, inputs=("grad", "weight"),
     attrs=dict(_GEOM, shape=Attr(parse_shape, REQUIRED)), grad=_g_conv_dgrad, hidden=True, writes_out=True,
     infer=_conv_dgrad_infer,
     test=OpTest(ref=_ref_conv_dgrad, cases=(
@@ -395,7 +401,8 @@ register(OpDef(
         (((1, 2, 3), (2, 1, 3)), {"kernel": (3,), "stride": (2,), "shape": (8,)}),
     ))))
 register(OpDef(
-    name="_conv_weight_grad", kernel=_k_conv_wgrad, inputs=("data", "grad"), attrs=_GEOM,
+    name="_conv_weight_grad", fast=_CONV_FAST,
+    kernel=_k_conv_wgrad, inputs=("data", "grad"), attrs=_GEOM,
     grad=_g_conv_wgrad, hidden=True, writes_out=True, infer=_conv_wgrad_infer,
     test=OpTest(ref=_ref_conv_wgrad, cases=(
         (((1, 2, 5), (1, 3, 3)), {"kernel": (3,), "stride": (2,), "pad": (1,)}),
@@ -503,7 +510,8 @@ def _conv_params(a, s):
 
 
 register(OpDef(
-    name="Convolution", kernel=_k_convolution, inputs=_conv_inputs, attrs=_CONV_ATTRS, grad=_g_convolution,
+    name="Convolution", fast=_CONV_FAST,
+    kernel=_k_convolution, inputs=_conv_inputs, attrs=_CONV_ATTRS, grad=_g_convolution,
     writes_out=True, infer=_convolution_infer, param_shapes=ParamShapes(_conv_params, partial=True),
     test=OpTest(ref=_ref_convolution, grad_rtol=2e-2, cases=(
         (((2, 3, 5, 5), (4, 3, 3, 3), (4,)), {"kernel": (3, 3), "num_filter": 4}),
@@ -629,7 +637,8 @@ def _deconv_params(a, s):
 
 
 register(OpDef(
-    name="Deconvolution", kernel=_k_deconvolution, inputs=_deconv_inputs, grad=_g_deconvolution, writes_out=True,
+    name="Deconvolution", fast=_CONV_FAST,
+    kernel=_k_deconvolution, inputs=_deconv_inputs, grad=_g_deconvolution, writes_out=True,
     infer=_deconvolution_infer, param_shapes=ParamShapes(_deconv_params, partial=True),
     attrs={"kernel": Attr(parse_shape, REQUIRED), "stride": Attr(parse_shape, ()), "dilate": Attr(parse_shape, ()),
            "pad": Attr(parse_shape, ()), "adj": Attr(parse_shape, ()), "target_shape": Attr(parse_shape, ()),
@@ -1187,7 +1196,8 @@ register(OpDef(
         "TF-style centred padding (MXNet 1.9.1 documents it for 1-D max pooling but its kernel crashes). "
         "lp pooling is (sum x^p)^(1/p) without abs (MXNet)."))
 register(OpDef(
-    name="_pool_max_bwd", kernel=_k_pool_max_bwd, inputs=("grad", "data"), attrs=_POOL_ATTRS, hidden=True,
+    name="_pool_max_bwd", fast="_numba_kernels.max_pool_backward (ops/_conv_fast.py)",
+    kernel=_k_pool_max_bwd, inputs=("grad", "data"), attrs=_POOL_ATTRS, hidden=True,
     writes_out=True, infer=_pool_max_bwd_infer,
     nondiff_inputs=(1,),
     grad=lambda c, h: (call("_pool_max_gather", h, c.inputs[1], **c.attrs), None),

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import _fastpath
+from . import _fastpath, registry
 from .attrs import Attr, REQUIRED, choice, parse_bool, parse_int, parse_shape
 from .common import call, into
 from .nn_act import _g_activation, _k_activation, _ref_activation
@@ -71,7 +71,8 @@ def _fc_epilogue_inputs(a):
 
 
 register(OpDef(
-    name="_fc_epilogue", kernel=_k_fc_epilogue, inputs=_fc_epilogue_inputs, grad=_g_fc_epilogue, hidden=True,
+    name="_fc_epilogue", fast="_epilogue_kernels.bias_relu, for relu with a bias",
+    kernel=_k_fc_epilogue, inputs=_fc_epilogue_inputs, grad=_g_fc_epilogue, hidden=True,
     infer=lambda shapes, dtypes, act_type, **fc: _infer_fc(shapes, dtypes, **fc), writes_out=True,
     attrs={"num_hidden": Attr(parse_int, REQUIRED), "no_bias": Attr(parse_bool, False),
            "flatten": Attr(parse_bool, True), "act_type": Attr(choice(*ACTS), REQUIRED)},
@@ -95,8 +96,8 @@ def _act_bwd_generic(xp, act_type, g, d):
         r = g * d * (1 - d)
     elif act_type == "tanh":
         r = g * (1 - d * d)
-    else:
-        r = g * (1 / (1 + xp.exp(-d)))
+    else:                                    # softrelu: d is its input, its derivative sigmoid(d)
+        r = g * registry.get("sigmoid").kernel(xp, d)
     return r if r.dtype == g.dtype else r.astype(g.dtype)
 
 
@@ -113,11 +114,8 @@ def _k_act_bwd_bias(xp, grad, data, *, act_type, shape, out=None):
         dz = np.empty(grad.shape, grad.dtype) if dz_out is None else dz_out
         db = np.empty(shape, grad.dtype) if db_out is None else db_out
         g, d = np.ascontiguousarray(grad).reshape(-1), np.ascontiguousarray(data).reshape(-1)
-        if act_type == "relu":
-            loops.relu_backward_bias(g, d, dz.reshape(-1), db.reshape(-1))
-        else:
-            step = loops.sigmoid_backward_bias if act_type == "sigmoid" else loops.tanh_backward_bias
-            step(g, d, grad.dtype.type(1), dz.reshape(-1), db.reshape(-1))
+        loops.act_backward_bias(loops.BACKWARD_KINDS.index(act_type), g, d, grad.dtype.type(1), dz.reshape(-1),
+                                db.reshape(-1))
         return dz, db
     dz = into(xp, dz_out, _act_bwd_generic(xp, act_type, grad, data))
     db = dz.reshape(-1, n).sum(axis=0, keepdims=True, dtype=dz.dtype).reshape(shape)
@@ -151,7 +149,8 @@ def _ref_act_bwd_bias(g, d, act_type, shape):
 
 
 register(OpDef(
-    name="_act_bwd_bias", kernel=_k_act_bwd_bias, inputs=("grad", "data"), num_outputs=2, hidden=True,
+    name="_act_bwd_bias", fast="_epilogue_kernels.act_backward_bias, for relu, sigmoid and tanh",
+    kernel=_k_act_bwd_bias, inputs=("grad", "data"), num_outputs=2, hidden=True,
     attrs={"act_type": Attr(choice(*ACTS), REQUIRED), "shape": Attr(parse_shape, REQUIRED)},
     infer=_infer_act_bwd_bias, grad=_g_act_bwd_bias, writes_out=True,
     test=OpTest(ref=_ref_act_bwd_bias, cases=tuple(case for act in ACTS for case in (

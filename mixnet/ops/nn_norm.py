@@ -288,7 +288,8 @@ def channel_params(n_inputs, axis=None):
 
 
 register(OpDef(
-    name="BatchNorm", kernel=_k_batchnorm, inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+    name="BatchNorm", fast="_numba_kernels.batchnorm_sums / channel_affine",
+    kernel=_k_batchnorm, inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
     param_shapes=channel_params(5), input_init={"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'},
     attrs={"eps": Attr(parse_float, 1e-3), "momentum": Attr(parse_float, 0.9), "fix_gamma": Attr(parse_bool, True),
            "use_global_stats": Attr(parse_bool, False), "output_mean_var": Attr(parse_bool, False),
@@ -314,6 +315,21 @@ register(OpDef(
 
 
 # the fused BatchNorm backward ---------------------------------------------------------------------------
+def _bn_bwd_coefficients(m, invstd, sg, sgx, gam, s1, s2, batch):
+    """BatchNorm's backward in closed form, per channel: dx = (x - mean) * coef + g * big + const, from the channel
+    sums sg = sum(g) and sgx = sum(g * xhat) over its m elements. Returns (coef, big, const); coef and const are
+    None without batch statistics (dx = g * gamma * invstd: x plays no part). Both paths of _k_bn_bwd evaluate
+    it: the Numba one on (C,) float64 vectors, the array one on the dtype's broadcast shapes."""
+    big = gam * invstd
+    if not batch:
+        return None, big, None
+    # d/dx of (xhat * gam + beta) through the batch mean and variance, plus the gradients s1 (at the mean output)
+    # and s2 (at the inverse-std output): dx = big * (g - sg/m - xhat * sgx/m) + s1/m - s2 * xhat * invstd^2/m
+    coef = -(big * sgx + s2 * invstd * invstd) / m * invstd
+    const = s1 / m - big * sg / m
+    return coef, big, const
+
+
 def _k_bn_bwd(xp, data, grad, gamma, s1, s2, *, eps, fix_gamma, axis, batch, out=None):
     """dx, dgamma, dbeta of BatchNorm. batch: (s1, s2) = the gradients arriving at the mean and inverse-std
     outputs, statistics from data; else (s1, s2) = (moving_mean, moving_var)."""
@@ -328,27 +344,23 @@ def _k_bn_bwd(xp, data, grad, gamma, s1, s2, *, eps, fix_gamma, axis, batch, out
     if nk is not None:
         x3 = _acb(np.ascontiguousarray(data), ax)
         g3 = _acb(np.ascontiguousarray(grad), ax)
-        m = x3.shape[0] * x3.shape[2]
         gam = np.ones(c) if fix_gamma else gamma.astype(np.float64)
         if batch:
             mean, var, sums = _bn_batch_stats_g(nk, x3, g3)
             invstd = 1.0 / np.sqrt(var + eps)
             sg = sums[2]
             sgx = invstd * (sums[3] - (mean - x3[0, :, 0]) * sg)    # sum(g * xhat)
-            big = gam * invstd
-            coef = -(big * sgx + s2 * invstd * invstd) / m * invstd
-            const = s1 / m - big * sg / m
         else:
             mean, invstd = s1.astype(np.float64), 1.0 / np.sqrt(s2.astype(np.float64) + eps)
             sums = np.empty((4, c))
             nk.batchnorm_sums(x3, g3, mean, sums)
             sg, sgx = sums[2], invstd * sums[3]
-            big = gam * invstd
+        coef, big, const = _bn_bwd_coefficients(x3.shape[0] * x3.shape[2], invstd, sg, sgx, gam, s1, s2, batch)
         dx = _direct(out[0] if out is not None else None, x3.shape, dt)
         target = np.empty(x3.shape, dt) if dx is None else dx
         if batch:
             nk.channel_affine(x3, g3, mean, coef, big, const, target)
-        else:                                       # dx = g * gamma * invstd: x plays no part
+        else:
             zero = np.zeros(c)
             nk.channel_affine(g3, _NO_GRAD.astype(dt), zero, big, big, zero, target)
         results = ((out[0] if dx is not None else target.reshape(data.shape)),
@@ -356,7 +368,6 @@ def _k_bn_bwd(xp, data, grad, gamma, s1, s2, *, eps, fix_gamma, axis, batch, out
         return _deliver(xp, out, results)
     bshape = _reduce_shape(data.shape, (ax,))
     axes = tuple(i for i in range(data.ndim) if i != ax)
-    m = data.size // c
     wide = np.float64 if dt == np.float16 else dt
     x = data.astype(wide, copy=False)
     g = grad.astype(wide, copy=False)
@@ -365,15 +376,12 @@ def _k_bn_bwd(xp, data, grad, gamma, s1, s2, *, eps, fix_gamma, axis, batch, out
     else:
         mean, var = s1.astype(wide).reshape(bshape), s2.astype(wide).reshape(bshape)
     invstd = 1.0 / xp.sqrt(var + eps)
-    xhat = (x - mean) * invstd
     gam = 1.0 if fix_gamma else gamma.astype(wide).reshape(bshape)
     sg = g.sum(axis=axes, keepdims=True)
-    sgx = (g * xhat).sum(axis=axes, keepdims=True)
-    if batch:
-        dx = (g - sg / m - xhat * (sgx / m)) * (gam * invstd) + s1.astype(wide).reshape(bshape) / m \
-            - s2.astype(wide).reshape(bshape) * xhat * (invstd * invstd / m)
-    else:
-        dx = g * (gam * invstd)
+    sgx = (g * (x - mean)).sum(axis=axes, keepdims=True) * invstd
+    coef, big, const = _bn_bwd_coefficients(data.size // c, invstd, sg, sgx, gam, s1.astype(wide).reshape(bshape),
+                                            s2.astype(wide).reshape(bshape), batch)
+    dx = g * big if coef is None else (x - mean) * coef + g * big + const
     results = (dx.astype(dt, copy=False), gamma * 0 if fix_gamma else sgx.reshape(c).astype(dt),
                sg.reshape(c).astype(dt))
     return _deliver(xp, out, results)
@@ -437,7 +445,8 @@ _BN_BWD_CASES = (
 for _name, _batch, _last in (("_batchnorm_bwd", True, ("gmean", "ginvstd")),
                              ("_batchnorm_global_bwd", False, ("moving_mean", "moving_var"))):
     register(OpDef(
-        name=_name, kernel=(lambda b: lambda xp, *arrays, out=None, **attrs: _k_bn_bwd(
+        name=_name, fast="_numba_kernels.batchnorm_sums / channel_affine",
+        kernel=(lambda b: lambda xp, *arrays, out=None, **attrs: _k_bn_bwd(
             xp, *arrays, batch=b, out=out, **attrs))(_batch),
         inputs=("data", "grad", "gamma") + _last, attrs=_BN_BWD_ATTRS, grad=_replayed(_bn_bwd_composite(_batch)),
         infer=_infer_params((("gamma", 2), (_last[0], 3), (_last[1], 4)),
@@ -516,7 +525,8 @@ def _ln_stats_shapes(shape, ax):
 
 
 register(OpDef(
-    name="LayerNorm", kernel=_k_layernorm, inputs=("data", "gamma", "beta"), grad=_g_layernorm,
+    name="LayerNorm", fast="_numba_kernels.layernorm_forward",
+    kernel=_k_layernorm, inputs=("data", "gamma", "beta"), grad=_g_layernorm,
     param_shapes=channel_params(3),
     attrs={"axis": Attr(parse_int, -1), "eps": Attr(parse_float, 1e-5), "output_mean_var": Attr(parse_bool, False)},
     num_outputs=3, num_visible=lambda a: 3 if a["output_mean_var"] else 1, writes_out=True,
@@ -586,7 +596,8 @@ def _ref_ln_bwd(x, g, gamma, gmean, gstd, axis=-1, eps=1e-5):
 
 
 register(OpDef(
-    name="_layernorm_bwd", kernel=_k_ln_bwd, inputs=("data", "grad", "gamma", "gmean", "gstd"),
+    name="_layernorm_bwd", fast="_numba_kernels.layernorm_backward",
+    kernel=_k_ln_bwd, inputs=("data", "grad", "gamma", "gmean", "gstd"),
     attrs={"axis": Attr(parse_int, -1), "eps": Attr(parse_float, 1e-5)}, num_outputs=3, hidden=True,
     writes_out=True, grad=_replayed(_ln_composite),
     infer=_infer_params((("gamma", 2),), lambda shape, ax: [(shape[ax],), (shape[ax],)]),

@@ -109,6 +109,10 @@ class OpDef:
     reduction: Optional[Callable] = None     # reduction(attrs, input shape) -> ("sum" | "mean", axes) for the
     #                                          sum-type reductions the fusion pass can append to a kernel
     input_init: dict = field(default_factory=dict)   # input name -> MXNet's __init__ for an auto-created variable
+    fast: Optional[str] = None               # the Numba loops the kernel runs instead of its generic xp code,
+    #                                          and any condition beyond ops/_fastpath.py's (float32/float64 numpy
+    #                                          arrays of one dtype, loops loaded, _fastpath.ENABLED);
+    #                                          tests/ops/test_fast_paths.py runs every test case both ways
     test: Optional[OpTest] = None
     doc: str = ""
 

@@ -46,7 +46,7 @@ tests/ops/test_rnn_bptt.py checks the two paths against each other and against f
 import numpy as np
 
 from .. import _mode
-from . import _rnn_fast
+from . import _rnn_fast, registry
 from .attrs import REQUIRED, Attr, choice, optional, parse_bool, parse_float, parse_int
 from .common import call, check_same_dtypes, concat_shape
 from .nn_norm import _final_gradient, _replayed
@@ -314,8 +314,8 @@ class _ArrayBackend:
         return x[..., k * size:(k + 1) * size]
 
     def sigmoid(self, x):
-        with np.errstate(over="ignore"):
-            return 1 / (1 + self.xp.exp(-x))
+        with np.errstate(over="ignore"):                 # exp(-x) -> inf for x << 0: the result is exactly 0
+            return registry.get("sigmoid").kernel(self.xp, x)
 
     def tanh(self, x):
         return self.xp.tanh(x)
@@ -728,7 +728,8 @@ def _param_shapes(a, s):
 
 
 register(OpDef(
-    name="RNN", kernel=_k_rnn, inputs=_input_names, attrs=_ATTRS, grad=_g_rnn, infer=_infer,
+    name="RNN", fast="_rnn_kernels (one loop per LSTM / GRU step)",
+    kernel=_k_rnn, inputs=_input_names, attrs=_ATTRS, grad=_g_rnn, infer=_infer,
     param_shapes=ParamShapes(_param_shapes, variables_only=True),
     num_outputs=_n_outputs, num_visible=_n_visible, train_aware=True, random=True, nondiff_inputs=(4,),
     output_names=("output", "state_output", "statecell_output"), json_outputs=_n_visible,
@@ -785,7 +786,8 @@ def _defaults():
 
 
 register(OpDef(
-    name="_rnn_bwd", kernel=_k_rnn_bwd, inputs=_bwd_input_names, attrs=_ATTRS, grad=_replayed(_bwd_composite),
+    name="_rnn_bwd", fast="_rnn_kernels (one loop per LSTM / GRU step)",
+    kernel=_k_rnn_bwd, inputs=_bwd_input_names, attrs=_ATTRS, grad=_replayed(_bwd_composite),
     infer=_infer_bwd, num_outputs=lambda a: 4 if a["mode"] == "lstm" else 3, nondiff_inputs=(4,), hidden=True,
     test=OpTest(ref=_ref_rnn_bwd, domain=(-1.0, 1.0), int_inputs={4: (1, 3)}, rtol=1e-3, atol=1e-4, grad2=False,
                 cases=(
