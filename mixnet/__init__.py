@@ -20,7 +20,6 @@ from . import random  # noqa: F401
 from . import name, attribute, util, runtime  # noqa: F401
 from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape, is_np_array, np_array,  # noqa: F401
                    use_np_array, use_np)  # top-level names, as MXNet's __init__ has them
-from . import test_utils  # noqa: F401
 from . import initializer  # noqa: F401
 from . import initializer as init  # noqa: F401
 from . import metric, lr_scheduler, optimizer, kvstore  # noqa: F401
@@ -38,3 +37,11 @@ from . import module as mod  # noqa: F401
 from . import image, image as img  # noqa: F401  (mx.image / mx.img)
 from . import profiler  # noqa: F401  (mx.profiler: per-op timing, Chrome trace)
 from . import contrib  # noqa: F401  (mx.contrib.autograd, mx.contrib.text, mx.contrib.nd / sym)
+
+
+def __getattr__(attr):
+    # mx.test_utils sits above the whole package (it uses mx.nd, mx.sym, mx.gluon ...): it is loaded on first use
+    if attr == "test_utils":
+        import importlib
+        return importlib.import_module(".test_utils", __name__)   # (while it loads, sys.modules has it)
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

@@ -1,6 +1,6 @@
 """Reverse-mode autodiff on a tape of registry ops.
 
-Recording: the dispatch door calls `_record` for every op that has an input in the graph; the outputs then point
+Recording: the dispatch door calls `_tape.record_op` for every op that has an input in the graph; the outputs then point
 at a `TapeNode`. Ops declared not differentiable (comparisons, sign, round, BlockGrad, argmax, ...) are recorded
 too and give their inputs zero gradients, as MXNet does: `backward()` through them writes zeros, not an error. Leaves (arrays with `attach_grad`) point at a `Leaf`. Gradient rules are the
 registry's, written with mixnet ops, so running backward under `create_graph=True` records the backward pass too
@@ -13,7 +13,7 @@ from . import _mode
 from ._mode import MODE, Mode
 from .base import MXNetError
 from .ndarray.ndarray import NDArray
-from .ops import dispatch
+from ._tape import Leaf, TapeNode, record_op as _record
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training", "set_recording",
            "set_training", "mark_variables", "backward", "grad", "Function", "get_symbol",
@@ -23,45 +23,6 @@ _GRAPH_FREED = ("Cannot differentiate node because it is not in a computational 
                 "is_recording to true or use autograd.record() to save computational graphs for backward. "
                 "If you want to differentiate the same graph twice, you need to pass retain_graph=True to "
                 "backward.")
-
-
-class Leaf:
-    """Marks an array whose gradient the user asked for (attach_grad / mark_variables)."""
-    __slots__ = ("grad_req",)
-    released = False
-
-    def __init__(self, grad_req):
-        self.grad_req = grad_req
-
-
-class TapeNode:
-    """One recorded op application: what backward needs to run the op's gradient rule.
-
-    It keeps its outputs' buffers, not the output NDArrays, so the graph has no reference cycles and is freed as
-    soon as the last array using it goes away.
-    """
-    __slots__ = ("op", "attrs", "inputs", "out_data", "ctx", "versions", "released", "is_train")
-
-    def __init__(self, op, attrs, inputs, outputs, is_train):
-        self.op = op
-        self.attrs = attrs
-        self.is_train = is_train
-        self.inputs = inputs
-        self.out_data = tuple([o._data for o in outputs])
-        self.ctx = outputs[0]._ctx
-        self.versions = [x._version for x in inputs]
-        self.released = False
-
-    def output(self, index):
-        """An NDArray for output `index` that is linked into the graph like the original output."""
-        from .ndarray.ndarray import _wrap
-        out = _wrap(self.out_data[index], self.ctx)
-        out._node = self
-        out._oidx = index
-        return out
-
-    def outputs(self):
-        return tuple(self.output(i) for i in range(len(self.out_data)))
 
 
 class GradContext:
@@ -85,17 +46,6 @@ class GradContext:
         if callable(self._outputs):
             self._outputs = self._outputs()
         return self._outputs
-
-
-def _record(op, attrs, inputs, outputs, is_train):
-    node = TapeNode(op, attrs, inputs, outputs, is_train)
-    for i, out in enumerate(outputs):
-        out._node = node
-        if i:
-            out._oidx = i
-
-
-dispatch.RECORD = _record
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -434,13 +384,11 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     return result
 
 
-GET_SYMBOL = None       # filled in by mixnet.symbol (the graph layer sits above this one)
-
-
 def get_symbol(x):
     """The recorded computation of x (an output computed under record()) as a Symbol: tape nodes become graph
     nodes, other arrays variables var0, var1, ... (mixnet/symbol/recorded.py)."""
-    return GET_SYMBOL(x)
+    from .symbol.recorded import symbol_of      # the graph layer sits above this one
+    return symbol_of(x)
 
 
 # ---------------------------------------------------------------------------------------------------------

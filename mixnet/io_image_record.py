@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 from .base import MXNetError
-from .io import DataBatch, DataDesc, DataIter
+from .io_base import DataBatch, DataDesc, DataIter
 
 __all__ = ["ImageRecordIter"]
 

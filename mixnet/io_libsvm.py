@@ -18,7 +18,7 @@ import numpy as np
 
 from .base import MXNetError, dtype_np
 from .context import cpu
-from .io import DataDesc
+from .io_base import DataDesc
 from .io_native import NativeIter, _check_knobs
 
 __all__ = ["LibSVMIter"]

@@ -10,7 +10,7 @@ MXNet's C++-backed iterators, ``getdata()`` / ``getlabel()`` return one NDArray 
 import numpy as np
 
 from .base import MXNetError, dtype_np
-from .io import DataBatch, DataDesc, DataIter
+from .io_base import DataBatch, DataDesc, DataIter
 
 __all__ = ["CSVIter", "MNISTIter"]
 

@@ -2,7 +2,6 @@
 import numpy as np
 
 from .context import Context
-from .ops import dispatch
 
 _STATES = {}
 _BASE_SEED = [None]
@@ -16,8 +15,6 @@ def _state(ctx):
         gen = _STATES[ctx] = np.random.default_rng(seed)
     return gen
 
-
-dispatch.RANDOM_STATE = _state
 
 
 def seed(seed_state, ctx="all"):

@@ -26,7 +26,7 @@ import sys
 import numpy as np
 import numpy.random as rnd  # noqa: F401  (MXNet's test_utils exports `rnd`; its tests use it after `import *`)
 
-import mixnet as mx  # (mixnet is partly initialised here; its attributes are only read later, inside functions)
+import mixnet as mx
 
 from .base import MXNetError
 from .context import Context, current_context

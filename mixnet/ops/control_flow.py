@@ -248,7 +248,7 @@ def _grad(steps):
         n = c.attrs["num_outputs"]
         gen = saved = None
         if len(c.outputs) > n:           # replay the forward's random draws (the generator is restored after)
-            gen = dispatch.RANDOM_STATE(c.inputs[0].context)
+            gen = dispatch.random_state(c.inputs[0].context)
             saved = gen.bit_generator.state
             gen.bit_generator.state = _load_state(c.outputs[n].asnumpy())
         try:

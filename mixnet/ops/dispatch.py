@@ -9,13 +9,12 @@ import numpy as np
 from .. import config
 from .._mode import MODE
 from .._source import user_location
+from .._tape import record_op
 from ..base import MXNetError, OpError, OpIndexError
 from ..context import current_context
+from ..random import _state as random_state
 
-# Filled in by mixnet.ndarray / mixnet.autograd at import (they sit above this layer).
-WRAP = None          # (data, ctx) -> NDArray
-RECORD = None        # (op, attrs, inputs, outputs, is_train) -> None
-RANDOM_STATE = None  # ctx -> Generator
+WRAP = None          # (data, ctx) -> NDArray: filled in by mixnet.ndarray at import (it sits above this layer)
 PROFILER = None      # the running mx.profiler recorder, set by mixnet/profiler.py; None (one check) when off
 
 
@@ -43,7 +42,7 @@ def run_kernel(op, xp, datas, attrs, mode, ctx):
             if op.train_aware:
                 kwargs["is_train"] = mode.training
             if op.random:      # the generator of the device the op runs on
-                kwargs["rng"] = RANDOM_STATE(ctx)
+                kwargs["rng"] = random_state(ctx)
         return op.kernel(xp, *datas, **kwargs)
     except OpError:
         raise
@@ -97,14 +96,14 @@ def apply(op, inputs, attrs):
         if mode.recording:
             for x in inputs:
                 if x._node is not None:
-                    RECORD(op, attrs, inputs, (out,), mode.training)
+                    record_op(op, attrs, inputs, (out,), mode.training)
                     break
         return out
     outputs = tuple([WRAP(r, ctx) for r in result])
     if mode.recording:
         for x in inputs:
             if x._node is not None:
-                RECORD(op, attrs, inputs, outputs, mode.training)
+                record_op(op, attrs, inputs, outputs, mode.training)
                 break
     nvis = op.num_visible
     if nvis is None:

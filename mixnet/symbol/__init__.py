@@ -6,10 +6,6 @@ One function per registry op (`mx.sym.FullyConnected`, `mx.sym.softmax`, ...), g
 from . import graph, json_io, infer, executor  # noqa: F401
 from .symbol import Symbol, var, Variable, Group, load, load_json, fromjson, build_functions as _build  # noqa: F401
 from .executor import Executor  # noqa: F401
-from .recorded import symbol_of as _symbol_of
-from .. import autograd as _autograd
-
-_autograd.GET_SYMBOL = _symbol_of
 
 _build(globals())
 

@@ -92,7 +92,7 @@ class CompiledGraph:
         return other
 
     def __call__(self, arrays, is_train, dests=None):
-        rng = dispatch.RANDOM_STATE(self.ctx) if self.random else None
+        rng = dispatch.random_state(self.ctx) if self.random else None
         extra = () if dests is None else [dests[k] for k in self.dest_outputs]
         prof = dispatch.PROFILER
         run = self._run if prof is None else self._profiled(prof)

@@ -1,0 +1,51 @@
+"""The autograd tape: what an op call recorded under `autograd.record()` leaves on its outputs.
+
+It sits below the dispatch door, which records through `record_op`; mixnet/autograd.py walks the tape backward.
+"""
+
+
+class Leaf:
+    """Marks an array whose gradient the user asked for (attach_grad / mark_variables)."""
+    __slots__ = ("grad_req",)
+    released = False
+
+    def __init__(self, grad_req):
+        self.grad_req = grad_req
+
+
+class TapeNode:
+    """One recorded op application: what backward needs to run the op's gradient rule.
+
+    It keeps its outputs' buffers, not the output NDArrays, so the graph has no reference cycles and is freed as
+    soon as the last array using it goes away.
+    """
+    __slots__ = ("op", "attrs", "inputs", "out_data", "ctx", "versions", "released", "is_train")
+
+    def __init__(self, op, attrs, inputs, outputs, is_train):
+        self.op = op
+        self.attrs = attrs
+        self.is_train = is_train
+        self.inputs = inputs
+        self.out_data = tuple([o._data for o in outputs])
+        self.ctx = outputs[0]._ctx
+        self.versions = [x._version for x in inputs]
+        self.released = False
+
+    def output(self, index):
+        """An NDArray for output `index` that is linked into the graph like the original output."""
+        from .ndarray.ndarray import _wrap
+        out = _wrap(self.out_data[index], self.ctx)
+        out._node = self
+        out._oidx = index
+        return out
+
+    def outputs(self):
+        return tuple(self.output(i) for i in range(len(self.out_data)))
+
+
+def record_op(op, attrs, inputs, outputs, is_train):
+    node = TapeNode(op, attrs, inputs, outputs, is_train)
+    for i, out in enumerate(outputs):
+        out._node = node
+        if i:
+            out._oidx = i
