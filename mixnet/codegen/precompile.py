@@ -66,7 +66,7 @@ def start_loading():
     so a process that will compile anyway, or runs on a GPU only, does not import Numba for it."""
     global _STARTED
     from .. import config
-    if _STARTED or not (config.COMPILE_BACKGROUND and config.FUSE) or "numba" in sys.modules:
+    if _STARTED or not (config.COMPILE_BACKGROUND and config.FUSE and config.NUMBA) or "numba" in sys.modules:
         return
     _STARTED = True
     if glob.glob(os.path.join(glob.escape(cache.cache_dir()), "mx_*.py")):
