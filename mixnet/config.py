@@ -31,6 +31,11 @@ MIXNET_COMPILE_BACKGROUND=0
                         compile fused kernels before a hybridized block's first call returns. By default (1) the
                         first calls run the unfused compiled graph while the kernels compile in a background
                         thread, and later calls switch to the fused graph once it is ready.
+MIXNET_NUMBA=0          never import Numba (~100 MB of memory and ~1 s of start-up): no fused CPU kernels and no
+                        eager Numba loops (convolution, pooling, norms, softmax, RNN steps, optimizer updates); every
+                        op runs its generic numpy code, with the same results as MIXNET_FUSE=0 with the fast paths
+                        off. For inference-only scripts. contrib.Proposal's NMS loop still uses Numba (no numpy
+                        version). Fusion on GPUs (CUDA through cupy) is unaffected.
 MIXNET_CACHE_DIR=path   where generated kernels and their Numba cache live (default ~/.cache/mixnet/kernels). It
                         must be your own and writable by you only (or sticky): otherwise one warning, and kernels
                         compile in memory without a disk cache (codegen/cache.py).
@@ -156,6 +161,7 @@ class _Config(types.ModuleType):
     VERIFY = _Flag("MIXNET_VERIFY", _switch, False)
     FUSE_MIN_SIZE = _Flag("MIXNET_FUSE_MIN_SIZE", _count, 16384)
     COMPILE_BACKGROUND = _Flag("MIXNET_COMPILE_BACKGROUND", _switch, True)
+    NUMBA = _Flag("MIXNET_NUMBA", _switch, True)
     PARALLEL_THRESHOLD = _Flag("MIXNET_PARALLEL_THRESHOLD", _count, 100_000)
     CODEGEN_EXACT = _Flag("MIXNET_CODEGEN_EXACT", _switch, False)
     CACHE_DIR = _Flag("MIXNET_CACHE_DIR", str, None)

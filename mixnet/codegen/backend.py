@@ -7,7 +7,15 @@ imports cupy, and a GPU plan never imports Numba.
 """
 import numpy as np
 
-__all__ = ["compile_for", "kernel_for"]
+from .. import config
+
+__all__ = ["compile_for", "fuses", "kernel_for"]
+
+
+def fuses(device):
+    """Whether hybridized graphs on `device` ('cpu' or 'gpu') get fused kernels: config.FUSE, and on the CPU also
+    config.NUMBA (MIXNET_NUMBA=0: no Numba in the process, the graph runs unfused)."""
+    return config.FUSE and (device != "cpu" or config.NUMBA)
 
 
 def compile_for(device, group, compile_now=True):

@@ -2,7 +2,7 @@
 slowed down.
 
 Numba's compiler is Python code: in a thread of the training process it holds the GIL for seconds and every
-numpy call of the training loop waits for it. A child process (`python -m mixnet.codegen.precompile`) compiles
+numpy call of the training loop waits for it. A child process (this module run as a script, `_CHILD`) compiles
 the kernels into the shared on-disk cache instead; the training process then only loads them (~0.15 s each).
 
 One compiling child per cache directory, across processes. Several scripts started together with a cold cache
@@ -57,6 +57,8 @@ _DTYPES = ("float32", "float64")
 _VARIANTS = ("serial", "parallel")
 _KERNEL_NAME = re.compile(r"mx_[0-9a-f]{16}")
 _PARENT_POLL = 0.2                                           # seconds between the child's checks on its parent
+_CHILD = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "       # the child: argv = [root, argument]
+          "runpy.run_module('mixnet.codegen.precompile', run_name='__main__', alter_sys=True)")
 
 
 def start_loading():
@@ -66,7 +68,7 @@ def start_loading():
     so a process that will compile anyway, or runs on a GPU only, does not import Numba for it."""
     global _STARTED
     from .. import config
-    if _STARTED or not (config.COMPILE_BACKGROUND and config.FUSE) or "numba" in sys.modules:
+    if _STARTED or not (config.COMPILE_BACKGROUND and config.FUSE and config.NUMBA) or "numba" in sys.modules:
         return
     _STARTED = True
     if glob.glob(os.path.join(glob.escape(cache.cache_dir()), "mx_*.py")):
@@ -113,10 +115,10 @@ def compile_eager_elsewhere(dtypes, timeout=600):
 
 def _run_child(pending, env, timeout):
     """Under the cache directory's lock, one child for the jobs `pending()` still lists (none: nothing to do)."""
-    # The child imports the mixnet this module belongs to (also when the parent found it through sys.path edits),
-    # so its Numba cache keys match. Its output is not kept.
-    path = os.environ.get("PYTHONPATH")
-    env = dict(os.environ, PYTHONPATH=_PACKAGE_ROOT + (os.pathsep + path if path else ""), **env)
+    # The child imports the mixnet this module belongs to (also when the parent found it through sys.path edits,
+    # or runs in a directory that holds another checkout), so that it compiles these kernels into this checkout's
+    # caches: _CHILD puts _PACKAGE_ROOT first on sys.path, ahead of the current directory that `python -m` and
+    # `-c` put there (and that PYTHONPATH does not precede). Its output is not kept.
     deadline = time.monotonic() + timeout
     with _ONE_CHILD:
         try:
@@ -125,8 +127,8 @@ def _run_child(pending, env, timeout):
                 if not jobs:
                     return True
                 argument = json.dumps({"parent": os.getpid(), "jobs": jobs})
-                done = subprocess.run([sys.executable, "-m", "mixnet.codegen.precompile", argument], env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                done = subprocess.run([sys.executable, "-c", _CHILD, _PACKAGE_ROOT, argument],
+                                      env=dict(os.environ, **env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
                                       timeout=max(1.0, deadline - time.monotonic()),
                                       pass_fds=() if lock is None else (lock,))
         except (OSError, subprocess.SubprocessError, TimeoutError):

@@ -17,6 +17,7 @@ import numpy as np
 from .. import _nest, autograd, compiler, config
 from .._nest import mxnet_format, unflatten  # noqa: F401  (gluon.block and the compiler use them from here)
 from ..base import MXNetError, dtype_name
+from ..codegen import backend
 from ..context import current_context
 from ..ndarray.ndarray import NDArray, _wrap
 from ..symbol import passes
@@ -121,7 +122,7 @@ class CachedGraph:
         for name, p in zip(self.param_names, self.params):
             data = p.data(self.ctx)
             self.shapes[name], self.dtypes[name] = tuple(data.shape), np.dtype(data.dtype)
-        self.fusion = config.FUSE               # Numba kernels on CPU, CUDA through cupy on GPU
+        self.fusion = backend.fuses(self.ctx.device_type)   # Numba kernels on CPU, CUDA through cupy on GPU
         self.static_alloc = bool(flags.get("static_alloc", False))
         self.mirror = bool(flags.get("mirror", config.MIRROR))
         self.inline_limit = flags.get("inline_limit", 2)   # autograd.get_symbol inlines graphs this small

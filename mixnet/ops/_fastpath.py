@@ -3,7 +3,8 @@
 * `numba_kernels(xp, *arrays, load=True)`: the module of hand-written Numba loops (`_numba_kernels`), imported on
   first use, when every array is a numpy float32/float64 array of one dtype, `ENABLED` is true and the loops for
   that dtype are ready; otherwise None and the caller runs its generic xp code (cupy, integer dtypes, mixed
-  dtypes), which gives the same results. Tests set `ENABLED = False` to compare the two paths. Kernels that gain
+  dtypes), which gives the same results. Tests set `ENABLED = False` to compare the two paths; MIXNET_NUMBA=0
+  (config.NUMBA) turns them off for a process that should never import Numba. Kernels that gain
   only a fraction of a millisecond (ReLU's backward, the SGD update) pass `load=False`: they use the loops once
   something else has loaded them, and numpy before.
 * Compile latency. Compiling the loops for one dtype takes ~10 s on this machine (Numba's compiler holds the GIL),
@@ -45,7 +46,7 @@ _local = threading.local()
 
 
 def numba_kernels(xp, *arrays, load=True):
-    if not ENABLED or xp is not np:
+    if not ENABLED or xp is not np or not config.NUMBA:
         return None
     dtype = arrays[0].dtype
     if dtype not in _FLOATS:

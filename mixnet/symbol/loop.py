@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from .. import config
+from ..codegen import backend
 from .passes import cse
 
 __all__ = ["BodyPlan", "body_plan"]
@@ -42,7 +42,7 @@ class BodyPlan:
         self.graph = typed_graph(cse(body), names, shapes, dtypes, done=("cse",))
         self.out_shapes = [n.types[i][0] for n, i in self.graph.symbol._outputs]
         self.out_dtypes = [n.types[i][1] for n, i in self.graph.symbol._outputs]
-        self._options = Options(device=ctx.device_type, fusion=config.FUSE)
+        self._options = Options(device=ctx.device_type, fusion=backend.fuses(ctx.device_type))
         self.wrt = [n for n in self.names if np.dtype(dtypes[n]).kind == "f"]
         self._inference = self._training = None
         self._lock = threading.Lock()

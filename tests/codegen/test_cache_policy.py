@@ -298,3 +298,30 @@ def test_a_child_ends_when_its_parent_is_gone(tmp_path):
     finally:
         cache.set_cache_dir(previous)
     assert len(kernel_files(tmp_path)) == n and len(compiled) < n
+
+
+def test_the_child_imports_the_parents_mixnet_whatever_the_current_directory(tmp_path):
+    """A parent run from a directory holding another `mixnet` (another checkout) starts a child that imports the
+    parent's: `python -m` would put that directory ahead of PYTHONPATH, and the child would compile the other
+    checkout's kernels into the other checkout's caches."""
+    decoy = tmp_path / "other_checkout"
+    (decoy / "mixnet" / "codegen").mkdir(parents=True)
+    (decoy / "mixnet" / "__init__.py").write_text("")
+    (decoy / "mixnet" / "codegen" / "__init__.py").write_text("")
+    ran = tmp_path / "decoy_ran"
+    (decoy / "mixnet" / "codegen" / "precompile.py").write_text(f"open({str(ran)!r}, 'w').close()\n")
+    script = tmp_path / "parent.py"           # run as a file: the parent itself imports the real mixnet
+    script.write_text(textwrap.dedent("""
+        import mixnet
+        from mixnet.codegen import precompile
+        print(mixnet.__file__, precompile._run_child(lambda: [{"refused": True}], {}, 60))
+    """))
+    env = dict(os.environ, MIXNET_CACHE_DIR=str(tmp_path / "kernels"),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(script)], env=env, cwd=decoy, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    imported, succeeded = done.stdout.split()
+    assert imported == os.path.join(ROOT, "mixnet", "__init__.py")
+    assert succeeded == "False"               # the real child refuses the job it does not know
+    assert not ran.exists()
