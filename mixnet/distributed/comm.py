@@ -1,0 +1,239 @@
+"""The one communicator of a multi-process job: MPI's COMM_WORLD through mpi4py, with a deadline on every
+collective so that a peer that died or hangs surfaces as an error instead of a hang.
+
+    from mixnet.distributed import world
+    w = world()                  # imports mpi4py and initializes MPI on first use
+    w.rank, w.size, w.local_rank
+    w.allreduce_(buf)            # in-place sum of a contiguous numpy array over all ranks
+    w.broadcast_(buf, root=0)    # in place
+    w.allgather(buf)             # the ranks' arrays concatenated along axis 0 (first dims may differ)
+    w.allgather_json(obj)        # small metadata (shapes, names) from every rank, as JSON (never pickle)
+    w.barrier()
+
+Every collective starts non-blocking and is polled until it completes or MIXNET_DIST_TIMEOUT seconds (default 60,
+read at each call) pass; then DistTimeoutError names this rank, the collective and the timeout. MPI cannot
+cancel a collective, so the communicator is unusable after that: when the process then ends (the error was not
+caught, or it exits anyway) it calls MPI_Abort after a short grace period, so mpiexec ends every rank of the job,
+a hung one included, and no process is left behind. Under `mpiexec -disable-auto-cleanup` (what
+`python -m mixnet.tools.launch` runs) a rank killed by a signal is reported this way by every survivor; under plain
+`mpiexec`, MPICH itself kills the job at once when a rank dies by a signal (the survivors print nothing of ours).
+
+Buffers are numpy arrays in host memory: device (cupy) arrays are staged through the host by the callers.
+"""
+import atexit
+import json
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+
+from ..base import MXNetError
+
+__all__ = ["DistError", "DistTimeoutError", "available", "world"]
+
+# Polling: a tight loop of Test() calls (MPICH makes progress inside them, as inside Wait()), then, once a
+# collective has taken longer than BUSY_S, a short sleep between tests so a waiting rank stops burning the core a
+# slow peer may need.
+BUSY_S = 0.2
+IDLE_SLEEP_S = 0.0005
+# After a failed collective: how long the process waits at exit before MPI_Abort, so the peers that also wait on
+# the dead rank reach their own deadline and report it before the abort ends them.
+ABORT_GRACE_S = 3.0
+
+
+class DistError(MXNetError):
+    """An error of a multi-process job (a mismatch between ranks, MPI not available, ...)."""
+
+
+class DistTimeoutError(DistError):
+    """A collective did not complete within MIXNET_DIST_TIMEOUT seconds: a peer died, hangs, or never called it."""
+
+
+def _timeout_s():
+    raw = os.environ.get("MIXNET_DIST_TIMEOUT", "")
+    if not raw:
+        return 60.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise DistError(f"MIXNET_DIST_TIMEOUT={raw!r} is not a number of seconds") from None
+    if not value > 0:
+        raise DistError(f"MIXNET_DIST_TIMEOUT={raw!r} must be a positive number of seconds")
+    return value
+
+
+def _mpi():
+    """mpi4py's MPI module (initializes MPI on first import), or a DistError saying how to install it."""
+    try:
+        from mpi4py import MPI      # lazy: MPI starts only for programs that ask for a distributed store
+    except ImportError as err:
+        raise DistError("distributed training needs mpi4py and an MPI library: pip install \"mixnet[dist]\" "
+                        f"(installs mpi4py and the mpich wheel), then launch with mpiexec -n N ({err})") from None
+    return MPI
+
+
+def available():
+    """Whether mpi4py can be imported (MPI is not initialized by this check)."""
+    import importlib.util
+    return importlib.util.find_spec("mpi4py") is not None
+
+
+class Comm:
+    """COMM_WORLD with deadlines. One per process (world()); safe to call from one thread at a time (the lock
+    serializes collectives, which MPI requires to be called in the same order on every rank)."""
+
+    def __init__(self):
+        MPI = _mpi()
+        self._MPI = MPI
+        self._comm = MPI.COMM_WORLD
+        self.rank = self._comm.Get_rank()
+        self.size = self._comm.Get_size()
+        node = self._comm.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        self.local_rank = node.Get_rank()
+        self.local_size = node.Get_size()
+        node.Free()
+        self._lock = threading.Lock()
+        self._failed = None
+
+    def __repr__(self):
+        return f"<mixnet.distributed.Comm rank {self.rank} of {self.size} (local {self.local_rank} of " \
+               f"{self.local_size})>"
+
+    # ------------------------------------------------------------------ waiting with a deadline
+    def _wait(self, request, what):
+        if request.Test():
+            return
+        timeout = _timeout_s()
+        start = time.monotonic()
+        while not request.Test():
+            waited = time.monotonic() - start
+            if waited > timeout:
+                self._fail(f"rank {self.rank} of {self.size}: {what} did not complete within {timeout:g} s "
+                           "(MIXNET_DIST_TIMEOUT): another rank died, hangs, or did not make the same call")
+            if waited > BUSY_S:
+                time.sleep(IDLE_SLEEP_S)
+
+    def _fail(self, message):
+        self._failed = message
+        print(f"mixnet.distributed: {message}", file=sys.stderr, flush=True)
+        _abort_at_exit(self)
+        raise DistTimeoutError(message)
+
+    def _check_usable(self, what):
+        if self._failed is not None:
+            raise DistError(f"rank {self.rank}: cannot run {what}: an earlier collective failed ({self._failed})")
+
+    # ------------------------------------------------------------------ collectives
+    def allreduce_(self, buf, what="allreduce"):
+        """Sums buf over all ranks, in place (buf: a C-contiguous numpy array, the same shape and dtype on every
+        rank). Returns buf."""
+        buf = _contiguous(buf, what)
+        with self._lock:
+            self._check_usable(what)
+            if self.size > 1:
+                self._wait(self._comm.Iallreduce(self._MPI.IN_PLACE, buf, op=self._MPI.SUM), what)
+        return buf
+
+    def broadcast_(self, buf, root=0, what="broadcast"):
+        """Copies root's buf into every rank's buf (same shape and dtype everywhere). Returns buf."""
+        buf = _contiguous(buf, what)
+        with self._lock:
+            self._check_usable(what)
+            if self.size > 1:
+                self._wait(self._comm.Ibcast(buf, root=root), what)
+        return buf
+
+    def allgather(self, buf, what="allgather"):
+        """Every rank's array concatenated along axis 0 in rank order; the first dimension may differ between
+        ranks, the others and the dtype may not (checked)."""
+        buf = np.ascontiguousarray(buf)
+        if buf.ndim == 0:
+            buf = buf.reshape(1)
+        meta = self.allgather_json({"shape": list(buf.shape), "dtype": buf.dtype.str}, what)
+        for rank, m in enumerate(meta):
+            if m["shape"][1:] != list(buf.shape[1:]) or m["dtype"] != buf.dtype.str:
+                raise DistError(f"{what}: rank {rank} holds shape {tuple(m['shape'])} {np.dtype(m['dtype'])}, "
+                                f"rank {self.rank} holds {buf.shape} {buf.dtype}: only the first dimension may "
+                                "differ")
+        rows = [m["shape"][0] for m in meta]
+        out = np.empty((sum(rows),) + buf.shape[1:], dtype=buf.dtype)
+        per_row = int(np.prod(buf.shape[1:], dtype=np.int64))
+        counts = [r * per_row for r in rows]
+        displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
+        with self._lock:
+            self._check_usable(what)
+            if self.size > 1:
+                self._wait(self._comm.Iallgatherv(buf, [out, counts, displs, _mpi_type(self._MPI, buf.dtype)]),
+                           what)
+            else:
+                out[...] = buf
+        return out
+
+    def allgather_json(self, obj, what="allgather"):
+        """[obj of rank 0, obj of rank 1, ...] for small JSON-serializable metadata."""
+        data = np.frombuffer(json.dumps(obj, sort_keys=True).encode("utf-8"), dtype=np.uint8)
+        lengths = np.zeros(self.size, dtype=np.int64)
+        lengths[self.rank] = data.size
+        self.allreduce_(lengths, what + " (sizes)")
+        out = np.empty(int(lengths.sum()), dtype=np.uint8)
+        displs = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
+        with self._lock:
+            self._check_usable(what)
+            if self.size > 1:
+                self._wait(self._comm.Iallgatherv(data, [out, lengths.tolist(), displs, self._MPI.BYTE]), what)
+            else:
+                out[...] = data
+        return [json.loads(out[d:d + n].tobytes().decode("utf-8")) for d, n in zip(displs, lengths.tolist())]
+
+    def barrier(self, what="barrier"):
+        with self._lock:
+            self._check_usable(what)
+            if self.size > 1:
+                self._wait(self._comm.Ibarrier(), what)
+
+    def abort(self, code=1):
+        """Ends every process of the job (MPI_Abort)."""
+        self._comm.Abort(code)
+
+
+def _contiguous(buf, what):
+    if not isinstance(buf, np.ndarray) or not buf.flags.c_contiguous or not buf.flags.writeable:
+        raise DistError(f"{what}: expected a writeable C-contiguous numpy array, got {type(buf).__name__}")
+    return buf
+
+
+def _mpi_type(MPI, dtype):
+    return MPI._typedict[np.dtype(dtype).char]
+
+
+_WORLD = None
+_WORLD_LOCK = threading.Lock()
+
+
+def world():
+    """This process's Comm (MPI initialized on the first call)."""
+    global _WORLD
+    with _WORLD_LOCK:
+        if _WORLD is None:
+            _WORLD = Comm()
+        return _WORLD
+
+
+_ABORT_REGISTERED = False
+
+
+def _abort_at_exit(comm):
+    """After a failed collective MPI cannot finish normally (MPI_Finalize would wait on the dead or hung peer):
+    end the job with MPI_Abort when this process exits, after ABORT_GRACE_S for the peers to report."""
+    global _ABORT_REGISTERED
+    if _ABORT_REGISTERED:
+        return
+    _ABORT_REGISTERED = True
+
+    def abort():
+        sys.stderr.flush()
+        time.sleep(ABORT_GRACE_S)
+        comm.abort(1)
+    atexit.register(abort)
