@@ -13,7 +13,7 @@ from .ndarray.ndarray import NDArray
 from .ndarray.sparse import retain
 from . import optimizer as opt
 
-__all__ = ["KVStore", "TestStore", "create"]
+__all__ = ["KVStore", "TestStore", "UnsupportedError", "create"]
 
 _LOCAL_TYPES = ("local", "device", "local_update_cpu", "local_allreduce_cpu", "local_allreduce_device")
 
@@ -100,9 +100,9 @@ class KVStore:
             raise MXNetError("KVStore.pull: `out` is required")
         for k, outs in _key_value_pairs(key, out):
             stored = self._stored(k)
-            if ignore_sparse and stored.stype != "default":
-                continue
             for o in outs:
+                if ignore_sparse and o.stype != "default":
+                    continue        # MXNet: sparse outputs get their rows through row_sparse_pull
                 o._data[...] = stored._converted_for(o)
                 o._bump_version()
 
@@ -121,22 +121,29 @@ class KVStore:
         out keeps only those rows."""
         if out is None or row_ids is None:
             raise MXNetError("KVStore.row_sparse_pull: `out` and `row_ids` are required")
-        for k, outs in _key_value_pairs(key, out):
+        # one key: row_ids is one array for every out, or a list with one per out; a list of keys: one such
+        # entry per key
+        pairs = _key_value_pairs(key, out)
+        per_key = row_ids if isinstance(key, (list, tuple)) else [row_ids]
+        if len(per_key) != len(pairs):
+            raise MXNetError(f"KVStore.row_sparse_pull: {len(per_key)} row_ids entries for {len(pairs)} keys")
+        for (k, outs), key_ids in zip(pairs, per_key):
             stored = self._stored(k)
-            ids = _as_list(row_ids)
+            ids = _as_list(key_ids)
             if len(ids) == 1:
                 ids = ids * len(outs)
             if len(ids) != len(outs):
-                raise MXNetError(f"KVStore.row_sparse_pull: {len(ids)} row_ids for {len(outs)} outputs")
+                raise MXNetError(f"KVStore.row_sparse_pull: {len(ids)} row_ids for {len(outs)} outputs of key "
+                                 f"{k!r}")
             for o, rid in zip(outs, ids):
-                if stored.stype != "row_sparse":
-                    raise MXNetError(f"KVStore.row_sparse_pull: the value of key {k!r} is not row_sparse")
+                if stored.stype != "row_sparse" or o.stype != "row_sparse":
+                    raise MXNetError(f"KVStore.row_sparse_pull: key {k!r} holds a {stored.stype} value and the "
+                                     f"output is {o.stype}; both must be row_sparse (use pull for dense values)")
                 # written like pull: outside autograd (a parameter's array may be pulled inside record())
                 rows = retain(stored, rid)
                 o._data[...] = rows._converted_for(o)
                 o._bump_version()
-                if o.stype == "row_sparse":
-                    o._set_rows(rows._rows())
+                o._set_rows(rows._rows())
 
     @staticmethod
     def is_capable(capability):
@@ -183,12 +190,23 @@ class KVStore:
         return 0
 
 
+class UnsupportedError(MXNetError, NotImplementedError):
+    """A KVStore method this store type does not provide (MXNet raises NotImplementedError for them)."""
+
+
 class TestStore(KVStore):
-    """MXNet's 'teststore' (a Python KVStore its tests use): sums and broadcasts like 'local', but cannot run an
-    optimizer, so a Trainer on it updates on the workers (update_on_kvstore=False)."""
+    """MXNet's 'teststore' (a Python KVStore its tests use): sums like 'local' and broadcasts without keeping
+    state (broadcasting a key again is allowed), but cannot run an optimizer, so a Trainer on it updates on the
+    workers (update_on_kvstore=False)."""
 
     def __init__(self):
         super().__init__("teststore")
+
+    def broadcast(self, key, value, out, priority=0):
+        """Copies value into out (and stores it, replacing an earlier value of the key)."""
+        for k, _ in _key_value_pairs(key, value):
+            self._store.pop(_check_key(k), None)
+        super().broadcast(key, value, out, priority)
 
     @staticmethod
     def is_capable(capability):
@@ -197,7 +215,13 @@ class TestStore(KVStore):
         raise ValueError(f"Unknown capability: {capability}")
 
     def set_optimizer(self, optimizer):
-        raise MXNetError("KVStore 'teststore' cannot run an optimizer (is_capable('optimizer') is False)")
+        raise UnsupportedError("KVStore 'teststore' cannot run an optimizer (is_capable('optimizer') is False)")
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        raise UnsupportedError("KVStore 'teststore' keeps no optimizer states (it cannot run an optimizer)")
+
+    def load_optimizer_states(self, fname):
+        raise UnsupportedError("KVStore 'teststore' keeps no optimizer states (it cannot run an optimizer)")
 
 
 def create(name="local"):

@@ -56,3 +56,56 @@ def test_set_optimizer_updates_on_push(tmp_path):
     fname = str(tmp_path / "kv.states")
     store.save_optimizer_states(fname, dump_optimizer=True)
     store.load_optimizer_states(fname)
+
+
+def test_pull_skips_row_sparse_outputs_unless_asked():
+    # MXNet: a plain pull leaves row_sparse outputs alone (their rows come from row_sparse_pull)
+    store = kv.create("local")
+    store.init("w", mx.nd.zeros((4, 2)))
+    out = (mx.nd.ones((4, 2)) * 2).tostype("row_sparse")
+    store.pull("w", out=out)
+    np.testing.assert_array_equal(out.asnumpy(), np.full((4, 2), 2.0))
+    store.pull("w", out=out, ignore_sparse=False)
+    np.testing.assert_array_equal(out.asnumpy(), np.zeros((4, 2)))
+
+
+def test_row_sparse_pull_per_key_per_device_row_ids():
+    store = kv.create("local")
+    keys = ["a", "b"]
+    values = [mx.nd.array(np.arange(8.0).reshape(4, 2) + 10 * i).tostype("row_sparse") for i in range(2)]
+    store.init(keys, values)
+    outs = [[mx.nd.zeros((4, 2)).tostype("row_sparse") for _ in range(3)] for _ in keys]
+    row_ids = [[mx.nd.array([0]), mx.nd.array([1, 3]), mx.nd.array([2])] for _ in keys]
+    store.row_sparse_pull(keys, out=outs, row_ids=row_ids)
+    for i, key_outs in enumerate(outs):
+        dense = np.arange(8.0).reshape(4, 2) + 10 * i
+        for o, rows in zip(key_outs, ([0], [1, 3], [2])):
+            expected = np.zeros((4, 2))
+            expected[rows] = dense[rows]
+            np.testing.assert_array_equal(o.asnumpy(), expected)
+    with pytest.raises(MXNetError, match="row_ids entries for 2 keys"):
+        store.row_sparse_pull(keys, out=outs, row_ids=row_ids[:1])
+
+
+def test_row_sparse_pull_refuses_dense_values_and_outputs():
+    store = kv.create("local")
+    store.init("d", mx.nd.ones((3, 2)))
+    with pytest.raises(MXNetError, match="row_sparse"):
+        store.row_sparse_pull("d", out=mx.nd.zeros((3, 2)), row_ids=mx.nd.array([1]))
+    store.init("s", mx.nd.ones((3, 2)).tostype("row_sparse"))
+    with pytest.raises(MXNetError, match="output is default"):
+        store.row_sparse_pull("s", out=mx.nd.zeros((3, 2)), row_ids=mx.nd.array([1]))
+
+
+def test_teststore_broadcasts_again_and_has_no_optimizer():
+    store = kv.create("teststore")
+    out = mx.nd.zeros((2,))
+    store.broadcast(1, mx.nd.ones((2,)), out=out)
+    store.broadcast(1, mx.nd.ones((2,)) * 3, out=out)      # MXNet's Python store keeps no init state
+    np.testing.assert_array_equal(out.asnumpy(), [3.0, 3.0])
+    for call in (lambda: store.set_optimizer(opt.create("sgd")), lambda: store.save_optimizer_states("f"),
+                 lambda: store.load_optimizer_states("f")):
+        with pytest.raises(NotImplementedError, match="teststore"):   # MXNet's exception type ...
+            call()
+        with pytest.raises(MXNetError):                              # ... and mixnet's
+            call()
