@@ -32,9 +32,16 @@ def _key_value_pairs(key, value):
     return [(key, _as_list(value))]
 
 
-def _check_key(key):
+def _check_key(key, store=None):
+    """key, checked: an int or a str, and (given the store) of the same kind as the store's other keys (MXNet
+    keeps int and str keys apart: a store uses one kind)."""
     if not isinstance(key, (int, str)):
         raise MXNetError(f"KVStore keys must be int or str, got {type(key).__name__}")
+    if store is not None and store._store:
+        kind = type(next(iter(store._store)))
+        if not isinstance(key, kind):
+            raise MXNetError(f"KVStore: key {key!r} is a {type(key).__name__}, but this store's keys are "
+                             f"{kind.__name__}s (one store holds int keys or str keys, not both)")
     return key
 
 
@@ -63,7 +70,7 @@ class KVStore:
 
     def init(self, key, value):
         for k, values in _key_value_pairs(key, value):
-            _check_key(k)
+            _check_key(k, self)
             if k in self._store:
                 raise MXNetError(f"KVStore.init: key {k!r} is already initialized")
             src = values[0]
@@ -73,7 +80,7 @@ class KVStore:
 
     def _stored(self, key):
         try:
-            return self._store[_check_key(key)]
+            return self._store[_check_key(key, self)]
         except KeyError:
             raise MXNetError(f"KVStore: key {key!r} has not been initialized (call init first)") from None
 

@@ -109,3 +109,16 @@ def test_teststore_broadcasts_again_and_has_no_optimizer():
             call()
         with pytest.raises(MXNetError):                              # ... and mixnet's
             call()
+
+
+def test_one_store_holds_one_kind_of_key():
+    store = kv.create("local")
+    store.init(3, mx.nd.zeros((2,)))
+    for call in (lambda: store.init("a", mx.nd.zeros((2,))), lambda: store.push("a", mx.nd.zeros((2,))),
+                 lambda: store.pull("a", out=mx.nd.zeros((2,)))):
+        with pytest.raises(MXNetError, match="int keys or str keys"):
+            call()
+    text = kv.create("local")
+    text.init("a", mx.nd.zeros((2,)))
+    with pytest.raises(MXNetError, match="str"):
+        text.push(3, mx.nd.zeros((2,)))
