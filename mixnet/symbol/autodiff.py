@@ -20,7 +20,7 @@ from ..context import cpu, gpu
 from ..ndarray.ndarray import NDArray
 from ..ops import common
 from ..ops.registry import OpDef
-from .graph import Node, raw_from_attrs, topo_order
+from .graph import Node, graph_types, raw_from_attrs, topo_order
 
 __all__ = ["gradient", "head_grad_name"]
 
@@ -219,17 +219,18 @@ class _Tracing:
         return id(x._entry[0]), x._entry[1]
 
 
-def gradient(symbol, wrt, shapes, dtypes, is_train, ctx=None):
-    """The gradients of `symbol`'s outputs w.r.t. the variables named in `wrt`, as graph entries.
+def gradient(symbol, wrt, is_train, ctx=None):
+    """The gradients of a typed `symbol`'s outputs (symbol/typed.py) w.r.t. the variables named in `wrt`, as
+    graph entries.
 
     Returns (grads, heads). grads has one `(node, index)` entry per name in `wrt`, or None where no output
     depends on it. The backward nodes read the forward graph's own entries (so forward values are shared, not
     recomputed) and the variables in heads, {output index: variable `_head_grad{i}`}, each carrying that output's
-    incoming gradient. shapes/dtypes: {variable name: shape/dtype} for every variable of `symbol`.
+    incoming gradient. Every backward node made carries its types, as the forward's do.
     """
     ctx = ctx or cpu()
     nodes = topo_order(symbol._outputs)
-    eshape, edtype = exact_types(symbol, shapes, dtypes)
+    eshape, edtype = graph_types(symbol._outputs)
     wrt_names = list(wrt)
     needed = _needs_grad(nodes, set(wrt_names))
 
