@@ -175,7 +175,7 @@ class TrainingPlan:
         self.wrt_set = set(self.wrt)
         self.ctx = ctx
         self.n_out = len(symbol._outputs)
-        grads, head_vars = autodiff.gradient(symbol, self.wrt, {}, {}, is_train, ctx)   # the nodes carry types
+        grads, head_vars = autodiff.gradient(symbol, self.wrt, is_train, ctx)
         forward_ids = {id(n) for n in topo_order(symbol._outputs)}
         mirrored = {id(n) for n in topo_order(symbol._outputs) if _recomputable(n)} if mirror else set()
         for k, var in head_vars.items():       # each head's gradient has its output's type

@@ -8,7 +8,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import config
+from .._mode import MODE, Mode
 from ..base import MXNetError, dtype_name
+from ..context import Context, cpu
 from . import dispatch, registry
 
 
@@ -29,6 +31,25 @@ def call(name, *inputs, **attrs):
         if key is not None and len(_PARSED) < 4096:
             _PARSED[key] = parsed
     return dispatch.apply(op, inputs, parsed)
+
+
+def device_of(xp, arrays):
+    """The Context of raw arrays of the array module xp (numpy: the CPU; cupy: the first array's GPU)."""
+    if xp is np:
+        return cpu()
+    device = getattr(arrays[0], "device", None) if arrays else None
+    return Context("gpu", getattr(device, "id", 0))
+
+
+def run_ops(xp, fn, arrays, is_train=False):
+    """fn(*NDArrays wrapping the raw `arrays`), from inside a kernel: the ops fn applies (a gradient rule, a
+    subgraph) run through the dispatch door, neither recorded nor traced. Returns what fn returns."""
+    ctx = device_of(xp, arrays)
+    token = MODE.set(Mode(recording=False, training=is_train, tracer=None))
+    try:
+        return fn(*[dispatch.WRAP(a, ctx) for a in arrays])
+    finally:
+        MODE.reset(token)
 
 
 def sum_to(g, shape):

@@ -25,9 +25,9 @@ all get theirs. The symbol, autograd and ndarray layers sit above this one, henc
 """
 import numpy as np
 
-from .._mode import MODE, Mode
+from .._mode import MODE
 from .attrs import Attr, REQUIRED, optional, parse_int, parse_shape, parse_subgraph
-from .common import call
+from .common import call, device_of, run_ops
 from .registry import OpDef, ParamShapes, register
 from . import dispatch
 
@@ -54,14 +54,6 @@ def feeds(op_name, attrs):
     if op_name == "_while_loop":
         return [(attrs["cond"], list(attrs["cond_input_locs"])), (attrs["func"], list(attrs["func_input_locs"]))]
     return [(attrs[k], list(attrs[f"{k.split('_')[0]}_input_locs"])) for k in ("cond", "then_branch", "else_branch")]
-
-
-def _device(xp, arrays):
-    from ..context import Context, cpu
-    if xp is np:
-        return cpu()
-    device = getattr(arrays[0], "device", None) if arrays else None
-    return Context("gpu", getattr(device, "id", 0))
 
 
 def _run(graph, names, locs, inputs):
@@ -224,15 +216,10 @@ def _with_state(infer):
 # kernel and gradient rule, shared by the three ops
 def _kernel(steps):
     def kernel(xp, *arrays, is_train=False, rng=None, **attrs):
-        ctx = _device(xp, arrays)
         state = _save_state(rng) if rng is not None and random_inside(attrs) else None
         # The subgraph's ops run through the dispatch door like eager code (drawing from the same generator),
         # neither recorded nor traced.
-        token = MODE.set(Mode(recording=False, training=is_train, tracer=None))
-        try:
-            outs = steps(attrs, [dispatch.WRAP(a, ctx) for a in arrays])
-        finally:
-            MODE.reset(token)
+        outs = run_ops(xp, lambda *inputs: steps(attrs, list(inputs)), arrays, is_train)
         datas = [o._data for o in outs]
         # an output that is an input (a loop that never ran) must not alias the caller's buffer
         datas = [d.copy() if any(d is a for a in arrays) else d for d in datas]
@@ -274,7 +261,7 @@ def _body_plan(xp, arrays, attrs, is_train):
     names, order, n_data, n_states, length = _foreach_layout(attrs, arrays)
     shapes = {n: _step_shape(arrays[s].shape) if s < n_data else tuple(arrays[s].shape) for n, s in zip(names, order)}
     dtypes = {n: arrays[s].dtype for n, s in zip(names, order)}
-    return body_plan(attrs["body"], names, shapes, dtypes, _device(xp, arrays), is_train), order, n_data, n_states, \
+    return body_plan(attrs["body"], names, shapes, dtypes, device_of(xp, arrays), is_train), order, n_data, n_states, \
         length
 
 

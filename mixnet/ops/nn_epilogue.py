@@ -16,9 +16,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import _fastpath, registry
+from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, parse_bool, parse_int, parse_shape
-from .common import call, into
+from .common import call, into, run_ops
 from .nn_act import _g_activation, _k_activation, _ref_activation
 from .nn_conv import _g_fc, _infer_fc, _k_fc, _ref_fc
 from .registry import OpDef, OpTest, register
@@ -90,14 +90,8 @@ register(OpDef(
 # ---------------------------------------------------------------------------------------------------------
 # backward: activation backward + bias gradient
 def _act_bwd_generic(xp, act_type, g, d):
-    if act_type == "relu":
-        r = g * (d > 0)
-    elif act_type == "sigmoid":
-        r = g * d * (1 - d)
-    elif act_type == "tanh":
-        r = g * (1 - d * d)
-    else:                                    # softrelu: d is its input, its derivative sigmoid(d)
-        r = g * registry.get("sigmoid").kernel(xp, d)
+    """dz by the Activation op's gradient rule itself (act_backward), its ops run on the raw arrays."""
+    r = run_ops(xp, lambda g, d: act_backward(act_type, g, d), (g, d))._data
     return r if r.dtype == g.dtype else r.astype(g.dtype)
 
 

@@ -16,11 +16,11 @@ from .. import autograd
 from .._mode import MODE
 from .._shape_mode import shape_is_unknown
 from ..base import MXNetError
-from ..context import cpu, gpu
+from ..context import cpu
 from ..ndarray.ndarray import NDArray
 from ..ops import common
 from ..ops.registry import OpDef
-from .graph import Node, raw_from_attrs, topo_order
+from .graph import Node, graph_types, raw_from_attrs, topo_order
 
 __all__ = ["gradient", "head_grad_name"]
 
@@ -90,26 +90,15 @@ class _GraphTracer:
 
 # ---------------------------------------------------------------------------------------------------------
 # the opaque fallback: a node that runs a gradient rule eagerly
-def _device_of(xp):
-    if xp is np:
-        return cpu()
-    return gpu(xp.cuda.Device().id)
-
-
 def _run_rule_eagerly(xp, *arrays, fwd_op, fwd_attrs, is_train, n_in, n_out, wanted):
-    from ..ndarray.ndarray import _wrap
-    ctx = _device_of(xp)
-    wrapped = [_wrap(a, ctx) for a in arrays]
-    inputs, outputs, out_grads = wrapped[:n_in], wrapped[n_in:n_in + n_out], wrapped[n_in + n_out:]
-    for x, want in zip(inputs, wanted):
-        if want:
-            x._node = autograd.Leaf("write")     # rules (RNN's) replay their forward on inputs that are recorded
-    rule_ctx = autograd.GradContext(fwd_op, fwd_attrs, tuple(inputs), is_train, tuple(outputs))
-    token = MODE.set(MODE.get()._replace(recording=False, training=is_train, tracer=None))
-    try:
-        grads = fwd_op.grad(rule_ctx, *out_grads)
-    finally:
-        MODE.reset(token)
+    def rule(*wrapped):
+        inputs, outputs, out_grads = wrapped[:n_in], wrapped[n_in:n_in + n_out], wrapped[n_in + n_out:]
+        for x, want in zip(inputs, wanted):
+            if want:
+                x._node = autograd.Leaf("write")     # rules (RNN's) replay their forward on inputs that are recorded
+        return inputs, fwd_op.grad(autograd.GradContext(fwd_op, fwd_attrs, inputs, is_train, outputs), *out_grads)
+
+    inputs, grads = common.run_ops(xp, rule, arrays, is_train)
     grads = tuple(xp.zeros_like(x._data) if g is None else g._data for x, g in zip(inputs, grads))
     return grads if n_in > 1 else grads[0]      # a one-output kernel returns its array, not a 1-tuple
 
@@ -219,17 +208,18 @@ class _Tracing:
         return id(x._entry[0]), x._entry[1]
 
 
-def gradient(symbol, wrt, shapes, dtypes, is_train, ctx=None):
-    """The gradients of `symbol`'s outputs w.r.t. the variables named in `wrt`, as graph entries.
+def gradient(symbol, wrt, is_train, ctx=None):
+    """The gradients of a typed `symbol`'s outputs (symbol/typed.py) w.r.t. the variables named in `wrt`, as
+    graph entries.
 
     Returns (grads, heads). grads has one `(node, index)` entry per name in `wrt`, or None where no output
     depends on it. The backward nodes read the forward graph's own entries (so forward values are shared, not
     recomputed) and the variables in heads, {output index: variable `_head_grad{i}`}, each carrying that output's
-    incoming gradient. shapes/dtypes: {variable name: shape/dtype} for every variable of `symbol`.
+    incoming gradient. Every backward node made carries its types, as the forward's do.
     """
     ctx = ctx or cpu()
     nodes = topo_order(symbol._outputs)
-    eshape, edtype = exact_types(symbol, shapes, dtypes)
+    eshape, edtype = graph_types(symbol._outputs)
     wrt_names = list(wrt)
     needed = _needs_grad(nodes, set(wrt_names))
 

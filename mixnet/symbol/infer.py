@@ -10,9 +10,13 @@ elements than MIXNET_MAX_ELEMENTS, is refused.
 Control-flow nodes hold subgraphs, inferred through `infer_subgraph`. Within one top-level inference each subgraph
 is inferred once per distinct set of input shapes and dtypes (a memo), and a node's parameter rule runs only
 while some input is unknown, so nested loops cost time linear in the size of the graph, not exponential in the
-depth of the nesting.
+depth of the nesting. Across inferences, each subgraph keeps its last complete inference (`subgraph_types`): a
+hybridized foreach's body is inferred when its trace is checked, and neither typing the traced graph nor
+compiling the body (symbol/loop.py) infers it again.
 """
 import contextvars
+import threading
+import weakref
 
 import numpy as np
 
@@ -23,7 +27,7 @@ from ..serialization import DTYPE_CODES
 from ..ops.attrs import parse_shape
 from .._shape_mode import is_np_shape, shape_is_unknown
 
-__all__ = ["infer_graph", "infer_subgraph", "known"]
+__all__ = ["infer_graph", "infer_subgraph", "known", "subgraph_types"]
 
 # {(id(subgraph), input shapes, input dtypes, partial): result} for the top-level inference running in this
 # context (None outside one)
@@ -90,16 +94,50 @@ def _freeze(values, dtype=False):
 
 def infer_subgraph(graph, shapes, dtypes, partial):
     """infer_graph over the nodes of a subgraph Symbol, given {input name: shape} and {input name: dtype}. Within
-    one top-level inference, a subgraph given the same input shapes and dtypes is inferred once; the result is
-    shared, so callers must not change it."""
+    one top-level inference, a subgraph given the same input shapes and dtypes is inferred once, and so is one
+    whose last complete inference had them (`subgraph_types`); the result is shared, so callers must not change
+    it."""
     key = (id(graph), _freeze(shapes), _freeze(dtypes, True), partial)
     memo = _MEMO.get()
     if memo is not None and key in memo:
         return memo[key]
-    result = infer_graph(graph._nodes(), shapes, dtypes, partial)
+    result = None if partial else subgraph_types(graph, shapes, dtypes)
+    if result is None:
+        result = infer_graph(graph._nodes(), shapes, dtypes, partial)
+        if not partial and _complete(graph, result):
+            with _LAST_LOCK:
+                _LAST[graph._outputs[0][0]] = (_last_key(graph, shapes, dtypes), result)
     if memo is not None:
         memo[key] = result
     return result
+
+
+# subgraph's first output node -> (its _last_key, (entry shapes, entry dtypes)): the last complete inference of
+# each subgraph, kept weakly (subgraphs are not changed once built; their compiled plans are kept the same way)
+_LAST = weakref.WeakKeyDictionary()
+_LAST_LOCK = threading.Lock()
+
+
+def _last_key(graph, shapes, dtypes):
+    # the value must not hold the first output node (the weak key) alive: the outputs go in by id
+    return tuple((id(n), i) for n, i in graph._outputs), _freeze(shapes), _freeze(dtypes, True), is_np_shape()
+
+
+def _complete(graph, result):
+    eshape, edtype = result
+    return all(known(eshape.get((id(n), k))) and (id(n), k) in edtype
+               for n in graph._nodes() for k in range(n.num_outputs()))
+
+
+def subgraph_types(graph, shapes, dtypes):
+    """({entry: shape}, {entry: dtype}) of every entry of a subgraph from its last inference, when that was
+    complete (no unknown or zero dims) and given these {input name: shape} / {input name: dtype}; else None.
+    Shared: callers must not change it."""
+    with _LAST_LOCK:
+        last = _LAST.get(graph._outputs[0][0])
+    if last is None or last[0] != _last_key(graph, shapes, dtypes):
+        return None
+    return last[1]
 
 
 def _var_dtype(node):

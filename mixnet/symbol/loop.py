@@ -23,7 +23,9 @@ import weakref
 import numpy as np
 
 from ..codegen import backend
+from . import infer
 from .passes import cse
+from .typed import with_types
 
 __all__ = ["BodyPlan", "body_plan"]
 
@@ -38,8 +40,11 @@ class BodyPlan:
         from ..compiler import Options, typed_graph
         self.body, self.names, self.ctx, self.is_train = body, list(names), ctx, is_train
         # CSE'd and typed once, for both plans: the training plan differentiates the CSE'd body, so its forward
-        # part is not CSE'd again
-        self.graph = typed_graph(cse(body), names, shapes, dtypes, done=("cse",))
+        # part is not CSE'd again. The types are those the foreach node's inference found for the body, when it
+        # had these inputs (the usual case: the traced graph was typed just before), else the body is typed here.
+        types = infer.subgraph_types(body, shapes, dtypes)
+        self.graph = typed_graph(cse(body if types is None else with_types(body, *types)), names, shapes, dtypes,
+                                 done=("cse",))
         self.out_shapes = [n.types[i][0] for n, i in self.graph.symbol._outputs]
         self.out_dtypes = [n.types[i][1] for n, i in self.graph.symbol._outputs]
         self._options = Options(device=ctx.device_type, fusion=backend.fuses(ctx.device_type))

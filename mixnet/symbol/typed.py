@@ -5,11 +5,13 @@ they copy or make (graph.rewrite), so no pass infers shapes again. The inference
 registry's rules, node by node), which takes the types a node already carries as they are: typing a graph whose
 new nodes (a backward graph over a typed forward) lack them infers those nodes alone.
 """
+import numpy as np
+
 from .autodiff import exact_types
 from .graph import graph_types, rewrite, topo_order
 from .symbol import Symbol
 
-__all__ = ["graph_types", "is_typed", "typed"]
+__all__ = ["graph_types", "is_typed", "typed", "with_types"]
 
 
 def is_typed(symbol):
@@ -22,10 +24,15 @@ def typed(symbol, shapes, dtypes):
     variables that carry no type."""
     if is_typed(symbol):
         return symbol
-    eshape, edtype = exact_types(symbol, shapes, dtypes)
+    return with_types(symbol, *exact_types(symbol, shapes, dtypes))
 
+
+def with_types(symbol, eshape, edtype):
+    """A copy of `symbol` whose nodes carry the types given as {entry: shape} / {entry: dtype} (entries are
+    (id(node), index) of `symbol`'s nodes), e.g. a subgraph's from its inference (infer.subgraph_types)."""
     def annotate(node, inputs):
-        types = tuple((eshape[(id(node), k)], edtype[(id(node), k)]) for k in range(node.num_outputs()))
+        types = tuple((tuple(eshape[(id(node), k)]), np.dtype(edtype[(id(node), k)]))
+                      for k in range(node.num_outputs()))
         return node.clone(inputs, types=types)
 
     return Symbol(rewrite(symbol._outputs, annotate))
