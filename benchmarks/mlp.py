@@ -12,7 +12,8 @@ Prints one JSON line per framework: median / min ms, ratio vs numpy, load averag
 Targets (issues): mixnet eager <= 1.5x the hand-written numpy step; mixnet-hybrid <= 1.1x.
 
     python3 benchmarks/mlp.py [--rounds 10] [--steps 10] [--threads 1] [--frameworks numpy,mixnet,mxnet,torch]
-A framework 'mixnet:/path/to/checkout' runs another mixnet checkout as a worker (before/after comparisons).
+A framework 'mixnet:/path/to/checkout' (or 'mixnet-hybrid:/path/to/checkout') runs another mixnet checkout as a
+worker (before/after comparisons).
 """
 import argparse
 import os
@@ -191,7 +192,7 @@ def main(benchmark="mlp", build_fn=build, baseline="numpy"):
             step, sync, final = build_fn(name, batch)
             runners.append(InProcess(name, step, sync))
             finals[name] = final
-        elif name.startswith("mixnet:"):        # another mixnet checkout, in its own interpreter
+        elif name.startswith(("mixnet:", "mixnet-hybrid:")):    # another mixnet checkout, in its own interpreter
             runners.append(Worker(name, sys.executable, script, extra_args))
         elif name in ("mxnet", "mxnet-hybrid"):
             if not os.path.exists(MXNET_PYTHON):

@@ -17,6 +17,11 @@ Cases:
       mixnet's kernels around them take less than numpy's, so the gap is mixnet's fixed per-step Python, ~0.39 ms
       (on a 16-wide MLP, where compute vanishes: the net's forward 95 us, the loss's 75, backward 200 - the tape
       sweep and both graphs' backward plans - and Trainer.step 77, against 68 us for the whole numpy step).
+      After Trainer.step kept what depends only on the parameter set (benchmarks/README.md, "W2's per-step
+      Python"): Trainer.step 60 us, the net's forward 98, the whole 16-wide step 470 against 491 us. The warm
+      short run's excess over the steady state is the first ~0.6 s (quiet machine; 1.1-2 s under load), while
+      a background thread imports Numba and loads the eager loops and the steps share the GIL with it: at
+      load ~4-5 W2 warm measured 1.25-1.66x (before) and 1.29-2.3x (after), steady 1.06-1.08x: not met.
 Cache states, each in its own temporary MIXNET_CACHE_DIR (NUMBA_CACHE_DIR inside it, so the eager fast-path
 loops are cold too):
   cold  nothing compiled yet;

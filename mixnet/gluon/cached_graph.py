@@ -127,6 +127,7 @@ class CachedGraph:
         self.mirror = bool(flags.get("mirror", config.MIRROR))
         self.inline_limit = flags.get("inline_limit", 2)   # autograd.get_symbol inlines graphs this small
         self._typed_graph = None
+        self._param_cache = None               # see _param_arrays
         self._inference = None
         self._training = {}
         self._building = threading.Lock()      # threads making a plan's first call at once build it once
@@ -179,7 +180,19 @@ class CachedGraph:
         return _gradient_mask(self._inputs(flat))
 
     def _inputs(self, flat):
-        return list(flat) + [p.data(self.ctx) for p in self.params]
+        return list(flat) + self._param_arrays()
+
+    def _param_arrays(self):
+        """Each parameter's array on this graph's device (Parameter.data(ctx), which checks and selects). The
+        selection is kept while every parameter keeps its list of per-device arrays (initialization, cast and
+        reset_ctx replace it), so a call re-selects only after one of those."""
+        lists = [getattr(p, "_data", p) for p in self.params]      # a _Constant stands for itself
+        cached = self._param_cache
+        if cached is not None and len(lists) == len(cached[0]) and all(map(_same, lists, cached[0])):
+            return list(cached[1])
+        arrays = [p.data(self.ctx) for p in self.params]
+        self._param_cache = (lists, arrays)
+        return list(arrays)
 
     def run(self, block, flat):
         """Runs the compiled graph: one tape node per call when autograd records, plain kernels otherwise."""
@@ -201,6 +214,10 @@ class CachedGraph:
         self.calls += 1
         outs = run_graph(self.graph, dict(zip(self.names, self._inputs(flat))), self.ctx, monitor)
         return unflatten(list(outs), self.out_structure)
+
+
+def _same(a, b):
+    return a is b and a is not None
 
 
 def _gradient_mask(inputs):

@@ -202,6 +202,9 @@ class TrainingPlan:
                                for n, i in saved_ops)
         self.random = self.forward.compiled.random
         self.mutated = [names[k] for k in self.forward.compiled.mutated]
+        # per call, by position in `names`: the inputs whose versions the forward bumps, those recorded on the tape
+        self._mutated_positions = list(self.forward.compiled.mutated)
+        self._recorded_positions = [k for k, name in enumerate(names) if name in self.wrt_set]
         self.op = OpDef(name="_CachedOp", kernel=None, grad=self._grad_rule, num_outputs=self.n_out,
                         doc="a hybridized block's call")
 
@@ -216,15 +219,14 @@ class TrainingPlan:
             rng_state = copy.deepcopy(mx_random._state(ctx).bit_generator.state)
         arrays = [x._data for x in inputs]
         results = self.forward.run(arrays, is_train)
-        outputs = tuple(_wrap(r, ctx) for r in results[:self.n_out])
-        for out, r in zip(outputs, results):
-            if any(r is a for a in arrays):           # an input returned as is: give the caller its own array
-                out._data = r.copy()
-        for name in self.mutated:
-            inputs[self.names.index(name)]._bump_version()
+        given = set(map(id, arrays))
+        outputs = tuple(_wrap(r.copy() if id(r) in given else r, ctx)   # an input returned as is: a copy of it
+                        for r in results[:self.n_out])
+        for k in self._mutated_positions:
+            inputs[k]._bump_version()
         saved = list(results[self.n_out:]) + [arrays[k] for k in self.saved_inputs]
         attrs = {"saved": saved, "inputs": inputs, "rng_state": rng_state, "inline_limit": inline_limit}
-        recorded = tuple(x for x, name in zip(inputs, self.names) if name in self.wrt_set)
+        recorded = tuple([inputs[k] for k in self._recorded_positions])
         autograd._record(self.op, attrs, recorded, outputs, is_train)
         return outputs
 

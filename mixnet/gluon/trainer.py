@@ -63,6 +63,7 @@ class Trainer:
         self._kvstore = None
         self._update_on_kvstore = None
         self._params_to_init = []
+        self._targets_cache = None       # see _targets
         self._reset_kvstore()
 
     # ------------------------------------------------------------------ setup
@@ -248,11 +249,30 @@ class Trainer:
         self._optimizer.rescale_grad = self._scale / batch_size
         self._update(ignore_stale_grad)
 
-    def _stale_check(self):
-        for param in self._params:
+    def _targets(self):
+        """[(index, param, arrays, grads)] for the parameters that take gradients (grad_req not 'null'): each
+        one's per-device arrays and gradient buffers. Steps reuse it while every parameter keeps its grad_req, its
+        arrays and its gradient buffers, which one pass of identity checks confirms (initialization, cast,
+        reset_ctx, grad_req and attach_grad replace them); anything else rebuilds it as every step once did."""
+        cached = self._targets_cache
+        if cached is not None:
+            watched, buffers, targets = cached
+            if all(p._data is data and p._grad_req == req for p, data, req in watched) \
+                    and all(a._grad is g for a, g in buffers):
+                return targets
+        targets = []
+        for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
-            for data in param._all_data():
+            targets.append((i, param, param._all_data(), param.list_grad()))
+        watched = [(p, p._data, p._grad_req) for p in self._params]
+        buffers = [(a, g) for _, _, arrays, grads in targets for a, g in zip(arrays, grads)]
+        self._targets_cache = (watched, buffers, targets)
+        return targets
+
+    def _stale_check(self, targets):
+        for _, param, arrays, _ in targets:
+            for data in arrays:
                 if not data._fresh_grad:
                     raise UserWarning(
                         f"Gradient of Parameter `{param.name}` on context {data.context} has not been updated by "
@@ -264,14 +284,11 @@ class Trainer:
     def _update(self, ignore_stale_grad=False):
         # MXNet checks while it goes (so an error leaves earlier parameters' fresh flags cleared); mixnet checks
         # every parameter first, so a UserWarning leaves the trainer and the gradients untouched.
+        targets = self._targets()
         if not ignore_stale_grad:
-            self._stale_check()
-        updates = [[] for _ in self._updaters]
-        for i, param in enumerate(self._params):
-            if param.grad_req == "null":
-                continue
-            datas, grads = param._all_data(), param.list_grad()
-            if self._kvstore is not None and self._update_on_kvstore:
+            self._stale_check(targets)
+        if self._kvstore is not None and self._update_on_kvstore:
+            for i, param, datas, grads in targets:
                 if ignore_stale_grad and not any(d._fresh_grad for d in datas):
                     continue
                 self._kvstore.push(i, grads)
@@ -279,7 +296,9 @@ class Trainer:
                     self._kvstore.pull(i, out=datas)
                 for d in datas:
                     d._fresh_grad = False
-                continue
+            return
+        updates = [[] for _ in self._updaters]
+        for i, _, datas, grads in targets:
             for upd, arr, grad in zip(updates, datas, grads):
                 if not ignore_stale_grad or arr._fresh_grad:
                     upd.append((i, grad, arr))

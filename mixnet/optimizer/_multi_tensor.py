@@ -43,6 +43,27 @@ class FlatCache:
     def clear(self):
         self._entries.clear()
 
+    def flats(self, *lists):
+        """One flat buffer per list of NDArrays (as `flat`), or None when the arrays of all the lists together are
+        not packable (one dtype and device, no views): the buffers a group's multi-tensor update runs on. The
+        packability is checked only when some list is new or had a buffer replaced."""
+        found = [self._packed(arrays) for arrays in lists]
+        if any(f is None for f in found):
+            if not packable([arr for arrays in lists for arr in arrays]):
+                return None
+            return [self.flat(arrays) for arrays in lists]
+        first, ctx = found[0], lists[0][0]._ctx
+        if all(f.dtype == first.dtype for f in found) and all(arrays[0]._ctx == ctx for arrays in lists):
+            return found
+        return None
+
+    def _packed(self, arrays):
+        """The flat buffer of `arrays` if they still use its slices, else None."""
+        entry = self._entries.get(tuple(map(id, arrays)))
+        if entry is not None and all(map(operator.is_, [arr._data for arr in arrays], entry.views)):
+            return entry.flat
+        return None
+
     def flat(self, arrays):
         datas = [arr._data for arr in arrays]
         key = tuple(map(id, arrays))

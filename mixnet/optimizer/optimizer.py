@@ -32,7 +32,7 @@ from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, _wrap
 from ..ops import _fastpath
 from .. import _atomic, serialization
-from ._multi_tensor import FlatCache, packable
+from ._multi_tensor import FlatCache
 
 __all__ = ["Optimizer", "register", "create", "get_updater", "Updater", "SGD", "ccSGD", "NAG", "Adam", "AdamW",
            "Adamax", "Nadam", "AdaGrad", "AdaDelta", "RMSProp", "Ftrl", "FTML", "Signum", "SignSGD", "LAMB", "LARS",
@@ -153,6 +153,7 @@ class Optimizer:
         self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
         self.param_dict = param_dict if param_dict else {}
         self._flat_cache = FlatCache()
+        self._last_groups = None          # (key, groups) of the last _grouped call
         self.set_lr_mult({})
         self.set_wd_mult({})
 
@@ -252,14 +253,18 @@ class Optimizer:
     def _scaled(self, base, indices, attr, table):
         """base times each index's multiplier: the Parameter's own (param_dict), else set_lr/wd_mult's by index
         or by name."""
-        values = [base] * len(indices)
-        for i, index in enumerate(indices):
-            if index in self.param_dict:
-                values[i] *= getattr(self.param_dict[index], attr)
+        param_dict, idx2name = self.param_dict, self.idx2name
+        values = []
+        for index in indices:
+            param = param_dict.get(index)
+            if param is not None:
+                values.append(base * getattr(param, attr))
             elif index in table:
-                values[i] *= table[index]
-            elif index in self.idx2name:
-                values[i] *= table.get(self.idx2name[index], 1.0)
+                values.append(base * table[index])
+            elif index in idx2name:
+                values.append(base * table.get(idx2name[index], 1.0))
+            else:
+                values.append(base)
         return values
 
     def _get_wd(self, index):
@@ -338,15 +343,25 @@ class Optimizer:
         self._update_count(indices)
         lrs = self._get_lrs(indices)
         wds = self._get_wds(indices)
+        extras = None if extra_key is None else tuple(map(extra_key, indices))
+        # the same parameters with the same rates as the last call (every step, without a scheduler or
+        # changed multipliers): the same groups (an NDArray's device never changes; a group whose dtypes
+        # differ is updated one by one all the same: FlatCache.flats)
+        key = (tuple(indices), tuple(map(id, weights)), tuple(lrs), tuple(wds), extras)
+        if self._last_groups is not None and self._last_groups[0] == key:
+            return self._last_groups[1]
         groups = {}
         for pos, (index, weight) in enumerate(zip(indices, weights)):
-            key = (weight._ctx, weight._data.dtype, lrs[pos], wds[pos],
-                   extra_key(index) if extra_key is not None else None)
-            groups.setdefault(key, []).append(pos)
-        return [(positions, lrs[positions[0]], wds[positions[0]]) for positions in groups.values()]
+            group = (weight._ctx, weight._data.dtype, lrs[pos], wds[pos], None if extras is None else extras[pos])
+            groups.setdefault(group, []).append(pos)
+        result = [(positions, lrs[positions[0]], wds[positions[0]]) for positions in groups.values()]
+        self._last_groups = (key, result)
+        return result
 
-    def _flat(self, arrays):
-        return self._flat_cache.flat(arrays)
+    def _flats(self, *lists):
+        """The flat buffers of a group's lists of arrays (weights, gradients, states), or None: update one by
+        one (_multi_tensor.FlatCache.flats)."""
+        return self._flat_cache.flats(*lists)
 
     # ------------------------------------------------------------------ (de)serialization of hyper-parameters
     def _hyperparams(self):
@@ -615,7 +630,7 @@ class SGD(_MomentumState, Optimizer):
     def _update_many(self, indices, weights, grads, states):
         if len(indices) < 2:
             return super()._update_many(indices, weights, grads, states)
-        mp = [pos for pos, w in enumerate(weights) if self._mp(w)]
+        mp = [pos for pos, w in enumerate(weights) if self._mp(w)] if self.multi_precision else None
         if mp:
             for pos in mp:
                 self.update_multi_precision(indices[pos], weights[pos], grads[pos], states[pos])
@@ -627,10 +642,10 @@ class SGD(_MomentumState, Optimizer):
             ws = [weights[p] for p in positions]
             gs = [grads[p] for p in positions]
             ms = [states[p] for p in positions] if self.momentum != 0.0 else None
-            arrays = ws + gs + (ms or [])
-            if len(positions) > 1 and packable(arrays) and all(g._data.dtype == ws[0]._data.dtype for g in gs):
-                _sgd_flat(ws[0]._ctx.xp, [self._flat(ws), self._flat(gs), None if ms is None else self._flat(ms)],
-                          lr, wd, self.rescale_grad, self.clip_gradient, self.momentum)
+            flats = self._flats(ws, gs, *([] if ms is None else [ms])) if len(positions) > 1 else None
+            if flats is not None:
+                _sgd_flat(ws[0]._ctx.xp, flats if ms is not None else flats + [None], lr, wd, self.rescale_grad,
+                          self.clip_gradient, self.momentum)
             else:
                 for p in positions:
                     self._step(indices[p], weights[p]._data, grads[p]._data, states[p], lr, wd)
@@ -766,9 +781,9 @@ class Adam(Optimizer):
             ms = [states[p][0] for p in positions]
             vs = [states[p][1] for p in positions]
             t = counts[indices[positions[0]]]
-            if len(positions) > 1 and packable(ws + gs + ms + vs):
-                _chunked(ws[0]._ctx.xp, self._chunk_kernel(lr, wd, t),
-                         [self._flat(ws), self._flat(gs), self._flat(ms), self._flat(vs)])
+            flats = self._flats(ws, gs, ms, vs) if len(positions) > 1 else None
+            if flats is not None:
+                _chunked(ws[0]._ctx.xp, self._chunk_kernel(lr, wd, t), flats)
             else:
                 for p in positions:
                     self._kernel(_xp_of(weights[p]._data), weights[p]._data, grads[p]._data, states[p][0]._data,
@@ -1369,7 +1384,10 @@ class Updater:
             indices, grads, weights = list(index), list(grad), list(weight)
         if not indices:
             return
+        synced = self.states_synced
         for i, w in zip(indices, weights):
+            if synced.get(i):
+                continue
             if i not in self.states:
                 self.states[i] = self.optimizer.create_state_multi_precision(i, w)
                 self.states_synced[i] = True
@@ -1382,7 +1400,7 @@ class Updater:
                 self.states_synced[i] = True
         self.optimizer._set_current_context(_ctx_key(weights[0].context))
         states = [self.states[i] for i in indices]
-        lazy = [p for p in range(len(indices)) if self.optimizer._lazy_rows(weights[p], grads[p]) is not None]
+        lazy = [p for p, (w, g) in enumerate(zip(weights, grads)) if self.optimizer._lazy_rows(w, g) is not None]
         if len(indices) == 1 or len(lazy) == len(indices):
             for p in range(len(indices)):
                 self.optimizer.update_multi_precision(indices[p], weights[p], grads[p], states[p])
