@@ -13,6 +13,7 @@ from .base import MXNetError  # noqa: F401
 from . import context  # noqa: F401
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus  # noqa: F401
 from . import ops  # noqa: F401  (registers every operator)
+from . import symbol  # noqa: F401  (before mx.nd, whose functions hand Symbol arguments to it)
 from . import ndarray  # noqa: F401
 from . import ndarray as nd  # noqa: F401
 from . import autograd  # noqa: F401
@@ -25,7 +26,6 @@ from . import initializer as init  # noqa: F401
 from . import metric, lr_scheduler, optimizer, kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
 from . import io, recordio  # noqa: F401
-from . import symbol  # noqa: F401
 from . import symbol as sym  # noqa: F401
 from . import gluon  # noqa: F401
 from . import numpy, numpy_extension  # noqa: F401  (mx.np / mx.npx: present, every name says it is missing)
@@ -37,6 +37,18 @@ from . import module as mod  # noqa: F401
 from . import image, image as img  # noqa: F401  (mx.image / mx.img)
 from . import profiler  # noqa: F401  (mx.profiler: per-op timing, Chrome trace)
 from . import contrib  # noqa: F401  (mx.contrib.autograd, mx.contrib.text, mx.contrib.nd / sym)
+
+# Public names MXNet gives a lower module whose code sits above it: defined where they belong, exported here.
+from .ndarray.cached_op import CachedOp as _CachedOp  # noqa: E402
+from .symbol.recorded import get_symbol as _get_symbol  # noqa: E402
+from .rnn.rnn_cell import FusedRNN as _FusedRNN  # noqa: E402
+from .ndarray import random as _nd_random  # noqa: E402
+
+ndarray.CachedOp = ndarray.op.CachedOp = _CachedOp               # mx.nd.CachedOp runs a Symbol through Gluon
+autograd.get_symbol = _get_symbol                                # the recorded tape as a Symbol (the graph layer)
+initializer.FusedRNN = _FusedRNN                                 # unpacks mx.rnn.FusedRNNCell's fused weights
+vars(random).update({attr: value for attr, value in vars(_nd_random).items()       # mx.random.uniform & co.
+                     if not attr.startswith("_") and callable(value) and not isinstance(value, type)})
 
 
 def __getattr__(attr):

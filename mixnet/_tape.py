@@ -31,17 +31,6 @@ class TapeNode:
         self.versions = [x._version for x in inputs]
         self.released = False
 
-    def output(self, index):
-        """An NDArray for output `index` that is linked into the graph like the original output."""
-        from .ndarray.ndarray import _wrap
-        out = _wrap(self.out_data[index], self.ctx)
-        out._node = self
-        out._oidx = index
-        return out
-
-    def outputs(self):
-        return tuple(self.output(i) for i in range(len(self.out_data)))
-
 
 def record_op(op, attrs, inputs, outputs, is_train):
     node = TapeNode(op, attrs, inputs, outputs, is_train)

@@ -12,12 +12,14 @@ import warnings
 from . import _mode
 from ._mode import MODE, Mode
 from .base import MXNetError
-from .ndarray.ndarray import NDArray
+from .ndarray.ndarray import NDArray, _wrap, ones_like_array as _ones_like, zeros_like_array as _zeros_like
+from .ops.common import call as _call
+from .ops.registry import OpDef as _OpDef
 from ._tape import Leaf, TapeNode, record_op as _record
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training", "set_recording",
-           "set_training", "mark_variables", "backward", "grad", "Function", "get_symbol",
-           "NDArray"]  # MXNet's autograd has no __all__: `from mxnet.autograd import *` brings NDArray too
+           "set_training", "mark_variables", "backward", "grad", "Function", "get_symbol",  # noqa: F822
+           "NDArray"]  # (get_symbol: set by mixnet/__init__.py) MXNet's autograd has no __all__: `from mxnet.autograd import *` brings NDArray too
 
 _GRAPH_FREED = ("Cannot differentiate node because it is not in a computational graph. You need to set "
                 "is_recording to true or use autograd.record() to save computational graphs for backward. "
@@ -119,7 +121,6 @@ def _check_grad_req(req):
 
 def mark_variables(variables, gradients, grad_reqs="write"):
     """Marks arrays as leaves whose gradients are written into `gradients` (MXNet's low-level API)."""
-    from .ndarray.ndarray import NDArray
     if isinstance(variables, NDArray):
         variables, gradients = [variables], [gradients]
     if isinstance(grad_reqs, str):
@@ -226,19 +227,18 @@ class _Tape:
 
     def context(self, node):
         _check_versions(node)
-        return GradContext(node.op, node.attrs, node.inputs, node.is_train, node.outputs, self.destinations)
+        return GradContext(node.op, node.attrs, node.inputs, node.is_train, lambda: _tape_outputs(node),
+                           self.destinations)
 
     @staticmethod
     def zeros(node, ctx, index):
-        from .ndarray.ndarray import _wrap
         return _wrap(node.ctx.xp.zeros_like(node.out_data[index]), node.ctx)
 
     @staticmethod
     def rule(node, ctx, out_grads):
         if node.op.differentiable:
             return node.op.grad(ctx, *out_grads)
-        from .ndarray.ndarray import zeros_like_array
-        return [zeros_like_array(x) for x in node.inputs]
+        return [_zeros_like(x) for x in node.inputs]
 
     def key(self, node, index, x, g):
         if x._node is None:
@@ -296,7 +296,6 @@ def _reinterpret_head_grad(head, grad):
 def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph, into_grad_buffers=False):
     """Returns ({key: gradient}, {key: leaf array}) for everything the heads depend on. into_grad_buffers: gradient
     rules may write a leaf's gradient straight into its .grad buffer (`backward`, not `grad`)."""
-    from .ndarray.ndarray import NDArray, ones_like_array
     if isinstance(heads, NDArray):
         heads = [heads]
     if head_grads is None:
@@ -311,7 +310,7 @@ def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph, int
     grads, leaves = {}, {}
     for h, hg in zip(heads, head_grads):
         if hg is None:
-            hg = ones_like_array(h)
+            hg = _ones_like(h)
         elif tuple(hg.shape) != tuple(h.shape):
             hg = _reinterpret_head_grad(h, hg)
         if hg.dtype != h.dtype:           # gradient rules expect their output's dtype
@@ -345,8 +344,7 @@ def _write_grad(x, g, req):
     if req == "null":
         return
     if x._grad is None:        # Gluon parameters allocate their gradient at the first backward
-        from .ndarray.ndarray import zeros_like_array
-        x._grad = zeros_like_array(x)
+        x._grad = _zeros_like(x)
     data = g._data
     if data.dtype != x._grad._data.dtype:
         data = data.astype(x._grad._data.dtype)
@@ -362,7 +360,6 @@ def _write_grad(x, g, req):
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False, train_mode=True):
     """Gradients of heads w.r.t. variables, returned (not written to .grad). With create_graph=True the
     returned gradients are themselves recorded, so they can be differentiated again."""
-    from .ndarray.ndarray import NDArray, zeros_like_array
     single = isinstance(variables, NDArray)
     if single:
         variables = [variables]
@@ -374,21 +371,13 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
                              "on it before autograd.record()")
     grads, _ = _run_backward(heads, head_grads, create_graph, train_mode, retain_graph)
     result = [grads.get(_key(v)) for v in variables]
-    result = [zeros_like_array(v) if g is None else g for v, g in zip(variables, result)]
+    result = [_zeros_like(v) if g is None else g for v, g in zip(variables, result)]
     if create_graph:
         # MXNet's backward nodes take the forward inputs, so a gradient that does not depend on them (radians:
         # pi/180) is still on the graph and differentiates to zeros instead of raising "not in a graph"
-        from .ops.common import call
         with record(train_mode):
-            result = [g if g._node is not None else g + call("zeros_like", v) for v, g in zip(variables, result)]
+            result = [g if g._node is not None else g + _call("zeros_like", v) for v, g in zip(variables, result)]
     return result
-
-
-def get_symbol(x):
-    """The recorded computation of x (an output computed under record()) as a Symbol: tape nodes become graph
-    nodes, other arrays variables var0, var1, ... (mixnet/symbol/recorded.py)."""
-    from .symbol.recorded import symbol_of      # the graph layer sits above this one
-    return symbol_of(x)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -419,8 +408,6 @@ class Function:
         raise MXNetError(f"{type(self).__name__} must define backward()")
 
     def __call__(self, *inputs):
-        from .ndarray.ndarray import NDArray
-        from .ops.registry import OpDef
         with pause(train_mode=is_training()):
             outputs = self.forward(*inputs)
         single = isinstance(outputs, NDArray)
@@ -437,10 +424,22 @@ class Function:
                                      f"for {len(inputs)} inputs")
                 return in_grads
 
-            op = OpDef(name=f"Function<{type(self).__name__}>", kernel=None, grad=grad_rule)
+            op = _OpDef(name=f"Function<{type(self).__name__}>", kernel=None, grad=grad_rule)
             outs = tuple(o.detach() for o in outs)   # fresh arrays owned by this node
             _record(op, {}, tuple(inputs), outs, is_training())
         return outs[0] if single else outs
 
 
 del _mode
+
+
+def _tape_outputs(node):
+    """NDArrays of a tape node's outputs, linked into the graph like the original outputs (for rules that read
+    them: few do, so GradContext makes them on first use)."""
+    outputs = []
+    for index, data in enumerate(node.out_data):
+        out = _wrap(data, node.ctx)
+        out._node = node
+        out._oidx = index
+        outputs.append(out)
+    return tuple(outputs)

@@ -7,9 +7,13 @@ import re
 import numpy as np
 
 from .base import MXNetError
+from .ndarray import random as nd_random
+from .ndarray.utils import load
+from .random import _state
 
 __all__ = ["InitDesc", "Initializer", "register", "create", "Uniform", "Normal", "Xavier", "MSRAPrelu",
-           "Orthogonal", "Bilinear", "Constant", "Zero", "One", "LSTMBias", "FusedRNN", "Mixed", "Load"]
+           "Orthogonal", "Bilinear", "Constant", "Zero", "One", "LSTMBias", "FusedRNN", "Mixed", "Load"]  # noqa: F822
+# (FusedRNN unpacks mx.rnn.FusedRNNCell's weights: it is defined in rnn/rnn_cell.py, set here by mixnet/__init__)
 
 _REGISTRY = {}
 
@@ -112,7 +116,6 @@ class Initializer:
 
 
 def _random(name, arr, **kwargs):
-    from .ndarray import random as nd_random
     sample = getattr(nd_random, name)(shape=arr.shape, dtype=np.dtype(arr.dtype).name
                                       if np.dtype(arr.dtype).kind == "f" else "float32", ctx=arr.context, **kwargs)
     arr[:] = sample
@@ -225,7 +228,6 @@ class Orthogonal(Initializer):
         self.scale, self.rand_type = scale, rand_type
 
     def _init_weight(self, name, arr):
-        from .random import _state
         rows = arr.shape[0]
         cols = int(np.prod(arr.shape[1:]))
         rng = _state(arr.context)
@@ -266,39 +268,6 @@ class LSTMBias(Initializer):
         arr[:] = value
 
 
-@register
-class FusedRNN(Initializer):
-    """Initializes an `RNN` op's flat parameter vector (mx.rnn.FusedRNNCell's `parameters`) piece by piece, as
-    the unfused cells' weights would be: each per-gate weight and bias with `init` (or, when None, the global
-    initializer of the call), and an LSTM's forget-gate biases (i2h and h2h) set to forget_bias."""
-
-    def __init__(self, init, num_hidden, num_layers, mode, bidirectional=False, forget_bias=1.0):
-        init = create(init) if isinstance(init, str) else init
-        super().__init__(init=init.dumps() if init is not None else None, num_hidden=num_hidden,
-                         num_layers=num_layers, mode=mode, bidirectional=bidirectional, forget_bias=forget_bias)
-        self._init = init
-        self._num_hidden, self._num_layers, self._mode = num_hidden, num_layers, mode
-        self._bidirectional, self._forget_bias = bidirectional, forget_bias
-
-    def _init_weight(self, desc, arr):
-        from .rnn.rnn_cell import FusedRNNCell
-        cell = FusedRNNCell(self._num_hidden, self._num_layers, self._mode, self._bidirectional,
-                            forget_bias=self._forget_bias, prefix="")
-        args = cell.unpack_weights({"parameters": arr})
-        fallback = getattr(desc, "global_init", None)
-        for name, piece in args.items():
-            if self._mode == "lstm" and name.endswith("_f_bias"):
-                piece[:] = self._forget_bias
-            elif self._init is not None:
-                self._init(InitDesc(name, global_init=fallback), piece)
-            elif fallback is not None:
-                fallback(InitDesc(name, global_init=fallback), piece)
-            else:
-                raise MXNetError(f"FusedRNN: no initializer for {name!r} (give init=, or call it through a "
-                                 "global initializer)")
-        arr[:] = cell.pack_weights(args)["parameters"]
-
-
 class Mixed:
     """Chooses an initializer by the first regex pattern matching the parameter name."""
 
@@ -319,7 +288,6 @@ class Load:
     """Initializes from a dict of arrays (or an nd.save file), falling back to default_init."""
 
     def __init__(self, param, default_init=None, verbose=False):
-        from .ndarray import load
         if isinstance(param, str):
             param = load(param)
         self.param = {(k[4:] if k.startswith(("arg:", "aux:")) else k): v for k, v in param.items()}

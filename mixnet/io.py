@@ -15,6 +15,8 @@ import numpy as np
 from .base import MXNetError
 from .context import cpu
 from .io_base import DataBatch, DataDesc, DataIter
+from .ndarray import sparse
+from .ndarray.ndarray import NDArray, array
 from .io_image_record import ImageRecordIter  # noqa: F401  (MXNet's file-reading iterators)
 from .io_libsvm import LibSVMIter  # noqa: F401
 from .io_native import CSVIter, MNISTIter  # noqa: F401
@@ -24,7 +26,6 @@ __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter"]
 
 def _init_data(data, allow_empty, default_name):
     """Normalises data/label arguments into a sorted list of (name, numpy array, dtype, ctx)."""
-    from .ndarray import NDArray
     if data is None:
         data = []
     if isinstance(data, (np.ndarray, NDArray)):
@@ -58,7 +59,6 @@ def _init_data(data, allow_empty, default_name):
 def _from_scipy(value):
     """A scipy sparse matrix becomes a CSRNDArray (as MXNet's NDArrayIter converts it)."""
     if type(value).__module__.startswith("scipy.sparse"):
-        from .ndarray import sparse
         return sparse.csr_matrix(value)
     return value
 
@@ -167,7 +167,6 @@ class NDArrayIter(DataIter):
 
     @staticmethod
     def _take(sources, rows):
-        from .ndarray import array
         return [array(arr[rows], ctx=ctx, dtype=dtype).tostype(stype) for _, arr, dtype, ctx, stype in sources]
 
     def getdata(self):

@@ -16,8 +16,13 @@ import os
 
 import numpy as np
 
+from . import recordio
 from .base import MXNetError
+from .image.image import imdecode
 from .io_base import DataBatch, DataDesc, DataIter
+from .ndarray.ndarray import array
+from .ndarray.utils import load, save
+from .ops.image import resize_hwc
 
 __all__ = ["ImageRecordIter"]
 
@@ -100,18 +105,15 @@ class ImageRecordIter(DataIter):
                 raise MXNetError(f"ImageRecordIter: record {record} has {values.size} labels, label_width is "
                                  f"{self.label_width}")
             label[i] = values[:self.label_width]
-        from .ndarray import array
         return DataBatch([array(data)], [array(label.reshape(self.provide_label[0].shape))], pad=pad,
                          provide_data=self.provide_data, provide_label=self.provide_label)
 
     def _decode(self, record):
-        from .image import imdecode
         img = imdecode(self._records[record][1], flag=1 if self.data_shape[0] == 3 else 0)
         return img.asnumpy()
 
     def _augment(self, img, rng):
         """HWC uint8 -> CHW float32 of data_shape: resize, pad, crop, mirror."""
-        from .ops.image import resize_hwc
         a, (_, height, width) = self._aug, self.data_shape
         if a["resize"] > 0:
             h, w = img.shape[:2]
@@ -142,9 +144,8 @@ class ImageRecordIter(DataIter):
 
     def _mean_image(self, path):
         """The (C, H, W) mean image from path, or computed over the (unaugmented) data and saved there."""
-        from . import ndarray as nd
         if os.path.exists(path):
-            loaded = nd.load(path)
+            loaded = load(path)
             arrays = list(loaded.values()) if isinstance(loaded, dict) else list(loaded)
             if len(arrays) != 1:
                 raise MXNetError(f"ImageRecordIter: invalid mean image file {path!r} (holds {len(arrays)} arrays)")
@@ -156,13 +157,12 @@ class ImageRecordIter(DataIter):
             total += self._augment(self._decode(record), self._aug_rng)
         self._aug = saved
         mean = (total / len(self._records)).astype(np.float32)
-        nd.save(path, {"mean_img": nd.array(mean)})
+        save(path, {"mean_img": array(mean)})
         return mean
 
 
 def _read_records(path, num_parts, part_index):
     """[(label float32 array, encoded image bytes)] of the records of one part of a .rec file."""
-    from . import recordio
     if not 0 <= part_index < num_parts:
         raise MXNetError(f"ImageRecordIter: part_index {part_index} is not in [0, num_parts={num_parts})")
     reader = recordio.MXRecordIO(path, "r")

@@ -20,6 +20,8 @@ from .base import MXNetError, dtype_np
 from .context import cpu
 from .io_base import DataDesc
 from .io_native import NativeIter, _check_knobs
+from .ndarray._storage import csr
+from .ndarray.ndarray import array
 
 __all__ = ["LibSVMIter"]
 
@@ -130,7 +132,6 @@ class _Rows:
 
     def csr(self, rows):
         """The csr array of `rows` (positions), in that order."""
-        from .ndarray._storage import csr
         starts, stops = self.indptr[rows], self.indptr[rows + 1]
         take = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops)]).astype(np.int64)
         indptr = np.concatenate([[0], np.cumsum(stops - starts)])
@@ -222,7 +223,6 @@ class LibSVMIter(NativeIter):
         rows = self._current()
         if self._label is not None:
             return self._label.csr(rows)
-        from .ndarray import array
         return array(self._data.labels[rows], ctx=cpu(), dtype=np.float32)
 
     def getindex(self):

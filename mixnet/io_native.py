@@ -11,6 +11,7 @@ import numpy as np
 
 from .base import MXNetError, dtype_np
 from .io_base import DataBatch, DataDesc, DataIter
+from .ndarray.ndarray import array
 
 __all__ = ["CSVIter", "MNISTIter"]
 
@@ -70,7 +71,6 @@ class _InMemoryIter(NativeIter):
         return True
 
     def _batch(self, source, shape):
-        from .ndarray import array
         if self._rows is None:
             raise MXNetError(f"{type(self).__name__}: call iter_next() (or next()) before reading a batch")
         return array(source[self._rows].reshape(shape), dtype=source.dtype)

@@ -1,4 +1,5 @@
-"""`mx.random`: seeding and per-device random state (numpy Generators; cupy's on GPUs)."""
+"""`mx.random`: seeding and per-device random state (numpy Generators; cupy's on GPUs). Its samplers
+(`mx.random.uniform` & co.) are mx.nd.random's, which sits above this module: mixnet's __init__ puts them here."""
 import numpy as np
 
 from .context import Context
@@ -28,11 +29,3 @@ def seed(seed_state, ctx="all"):
     ctx = Context(ctx)
     _STATES[ctx] = np.random.default_rng((seed_state, ctx.device_typeid, ctx.device_id))
 
-
-def __getattr__(name):
-    # mx.random.uniform & co. are the nd.random functions (imported lazily: ndarray sits above this module).
-    from .ndarray import random as nd_random
-    try:
-        return getattr(nd_random, name)
-    except AttributeError:
-        raise AttributeError(f"module 'mixnet.random' has no attribute {name!r}") from None

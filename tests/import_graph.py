@@ -45,11 +45,11 @@ def _target(mods, module, is_package, node, alias):
 
 def import_graph(root=ROOT):
     """({module: modules it imports at module level}, {module: modules it imports inside functions}, and the
-    number of import statements inside functions, of mixnet modules or not)."""
+    numbers of import statements inside functions: {"mixnet": of mixnet modules, "third-party": of others})."""
     mods = _modules(root)
     top = {m: set() for m in mods}
     local = {m: set() for m in mods}
-    n_local = 0
+    n_local = {"mixnet": 0, "third-party": 0}
     for module, path in mods.items():
         with open(path, encoding="utf-8") as f:
             tree = ast.parse(f.read(), path)
@@ -58,11 +58,11 @@ def import_graph(root=ROOT):
         while pending:
             node, in_function = pending.pop()
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                n_local += in_function
-                for alias in node.names:
-                    target = _target(mods, module, is_package, node, alias)
-                    if target:
-                        (local if in_function else top)[module].add(target)
+                targets = {_target(mods, module, is_package, node, alias) for alias in node.names} - {None}
+                (local if in_function else top)[module].update(targets)
+                if in_function:
+                    internal = targets or (isinstance(node, ast.ImportFrom) and node.level)
+                    n_local["mixnet" if internal else "third-party"] += 1
             in_function = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             pending.extend((child, in_function) for child in ast.iter_child_nodes(node))
     return top, local, n_local
@@ -113,7 +113,8 @@ def main(root):
     top, local, n_local = import_graph(root)
     both = {m: top[m] | local[m] for m in top}
     module_level, with_local = cycles(top), cycles(both)
-    print(f"modules {len(top)}, function-local imports {n_local}")
+    print(f"modules {len(top)}, function-local imports {sum(n_local.values())} "
+          f"({n_local['mixnet']} of mixnet modules, {n_local['third-party']} of others)")
     print(f"module-level cycles: {len(module_level)}")
     for c in module_level:
         print("  ", " <-> ".join(c))

@@ -81,7 +81,6 @@ for _name in _BINARY:       # nd.add, nd.maximum, nd.greater, ...: NDArrays or n
 true_divide = globals()["divide"]
 
 from . import random, linalg, contrib, sparse, _internal  # noqa: E402,F401
-from .cached_op import CachedOp  # noqa: E402,F401
 from .reset import reset_arrays  # noqa: E402,F401
 from ..optimizer.update_ops import (sgd_update, sgd_mom_update, nag_mom_update, mp_sgd_update,  # noqa: E402,F401
                                     mp_sgd_mom_update, mp_nag_mom_update, adam_update, ftrl_update, ftml_update,

@@ -2,8 +2,11 @@
 
 MXNet users build one from a Symbol and call it with every input of the symbol (arguments then auxiliary states,
 in `sym.list_inputs()` order), like a fused op; calls inside `autograd.record()` are differentiable. It is a
-`SymbolBlock` whose inputs are all the symbol's inputs (it owns no parameters), hybridized with the flags."""
+`SymbolBlock` whose inputs are all the symbol's inputs (it owns no parameters), hybridized with the flags.
+It sits above mx.nd (it runs Gluon), so mx.nd does not import it: mixnet's __init__ puts it in mx.nd."""
 from ..base import MXNetError
+from ..gluon.symbol_block import SymbolBlock
+from ..symbol import var
 
 # MXNet's CachedOp flags. static_alloc / static_shape are hybridize()'s; the rest only tune MXNet's scheduling
 # and memory (which inputs are data or parameters, how many ops a bulk holds), nothing mixnet needs to know.
@@ -25,8 +28,6 @@ class CachedOp:
     """Calls a Symbol on NDArrays: `CachedOp(sym)(*inputs, out=None)` -> NDArray, or a list for several outputs."""
 
     def __init__(self, sym, flags=()):
-        from ..gluon.symbol_block import SymbolBlock
-        from ..symbol import var
         options = {}
         for key, value in dict(flags).items():
             if key in _HYBRIDIZE_FLAGS:

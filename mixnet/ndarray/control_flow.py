@@ -6,7 +6,10 @@ Deliberate difference: while_loop's padding rows (up to max_iterations) are zero
 """
 from .._nest import flatten, unflatten
 from ..base import MXNetError
+from ..symbol import control_flow as symbolic
+from ._internal import _zeros
 from .ndarray import NDArray
+from .op import concat, stack
 
 
 def _array_leaf(x):
@@ -22,10 +25,8 @@ def foreach(body, data, init_states):
     """Runs body(data_slice, states) -> (outputs, new_states) over axis 0 of data; per-step outputs are
     stacked on a new axis 0. Returns (outputs, final_states) with the nesting of the body's outputs and of
     init_states."""
-    from . import stack
     if _traced(data):
-        from ..symbol import contrib
-        return contrib.foreach(body, data, init_states)
+        return symbolic.foreach(body, data, init_states)
     flat_data, data_fmt = _flatten(data, "foreach data")
     lengths = {x.shape[0] for x in flat_data}
     if len(lengths) != 1:
@@ -52,10 +53,8 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
     """Runs func(*loop_vars) -> (step_output, new_loop_vars) while cond(*loop_vars); step outputs are stacked on
     axis 0 and padded with zero rows to max_iterations (MXNet pads with uninitialized memory), nested as func
     returns them (a single array, or lists). No step run: no outputs ([]), as in MXNet."""
-    from . import _zeros, concat, stack
     if _traced(loop_vars):
-        from ..symbol import contrib
-        return contrib.while_loop(cond, func, loop_vars, max_iterations)
+        return symbolic.while_loop(cond, func, loop_vars, max_iterations)
     if max_iterations is None:
         raise ValueError("max_iterations should be specified")
     single = isinstance(loop_vars, NDArray)
@@ -104,8 +103,7 @@ def _truth(pred):
 def cond(pred, then_func, else_func):
     """then_func() if pred else else_func(); only the branch taken is run (and differentiated)."""
     if _traced(pred):
-        from ..symbol import contrib
-        return contrib.cond(pred, then_func, else_func)
+        return symbolic.cond(pred, then_func, else_func)
     return then_func() if _truth(pred) else else_func()
 
 

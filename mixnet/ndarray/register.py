@@ -3,7 +3,9 @@ import numpy as np
 
 from ..base import MXNetError
 from ..ops import dispatch, registry
+from ..ops.attrs import REQUIRED
 from ..ops.binding import bind_call
+from ..symbol.symbol import make_function as symbol_function
 from .ndarray import NDArray, array
 
 
@@ -52,13 +54,19 @@ def write_out(result, out):
     return out
 
 
+_FUNCTIONS = {}     # op name -> (op, its function): mx.nd, nd.op, nd._internal, nd.contrib share one object
+
+
 def make_function(op):
+    made = _FUNCTIONS.get(op.name)
+    if made is not None and made[0] is op:
+        return made[1]
+
     def function(*args, out=None, name=None, **kwargs):
         try:
             inputs, attrs = bind_arguments(op, args, kwargs)
         except SymbolArguments:          # traced values: the same op, as a graph node (checked only on failure)
-            from .. import symbol
-            return getattr(symbol, op.name)(*args, name=name, **kwargs)
+            return symbol_function(op)(*args, name=name, **kwargs)
         result = dispatch.apply(op, inputs, attrs)
         if type(result) is tuple:        # MXNet's nd functions return several outputs as a list (nd.split)
             result = list(result)
@@ -66,16 +74,12 @@ def make_function(op):
     function.__name__ = op.name
     function.__qualname__ = op.name
     attr_doc = "\n".join(f"    {k}: default {v.default!r}" for k, v in op.attrs.items()
-                         if v.default is not registry_required())
+                         if v.default is not REQUIRED)
     function.__doc__ = (op.doc or f"The {op.name} operator.") + (
         f"\n\nInputs: {op.inputs if not callable(op.inputs) else 'depend on attributes'}"
         + (f"\nAttributes:\n{attr_doc}" if attr_doc else ""))
+    _FUNCTIONS[op.name] = (op, function)
     return function
-
-
-def registry_required():
-    from ..ops.attrs import REQUIRED
-    return REQUIRED
 
 
 def build_functions(namespace, prefix=""):

@@ -9,6 +9,7 @@ from ..base import MXNetError
 from ..context import current_context
 from ._storage import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, check_stype, csr as _csr,  # noqa: F401
                        retain, row_sparse as _row_sparse, zeros as _zeros)
+from . import op as _op
 from .ndarray import NDArray, array as _dense_array
 
 __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix", "row_sparse_array", "zeros",
@@ -117,15 +118,14 @@ def array(source_array, ctx=None, dtype=None):
 def dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
     """`nd.dot` (sparse inputs read as the dense arrays they stand for); `forward_stype` picks the result's
     storage."""
-    from . import dot as _dot
-    out = _dot(lhs, rhs, transpose_a=transpose_a, transpose_b=transpose_b)
+    out = _op.dot(lhs, rhs, transpose_a=transpose_a, transpose_b=transpose_b)
     stype = check_stype(forward_stype, "sparse.dot")
     return out if stype == "default" else out.tostype(stype)
 
 
 def __getattr__(name):
     """The other ops: the dense `mx.nd` op of that name (MXNet's storage fallback)."""
-    from .. import ndarray as _nd
+    from .. import ndarray as _nd       # any mx.nd function (nd.sparse.add too): the package is built above this
     if name.startswith("__") or not hasattr(_nd, name):
         raise AttributeError(f"module 'mixnet.ndarray.sparse' has no attribute {name!r}")
     return getattr(_nd, name)

@@ -638,3 +638,35 @@ class BidirectionalCell(BaseRNNCell):
             outputs = [symbol.Concat(l_o, r_o, dim=1, name=f"{self._output_prefix}t{i}")
                        for i, (l_o, r_o) in enumerate(zip(l_outputs, reversed(r_outputs)))]
         return outputs, [l_states, r_states]
+
+
+@initializer.register
+class FusedRNN(initializer.Initializer):
+    """Initializes an `RNN` op's flat parameter vector (mx.rnn.FusedRNNCell's `parameters`) piece by piece, as
+    the unfused cells' weights would be: each per-gate weight and bias with `init` (or, when None, the global
+    initializer of the call), and an LSTM's forget-gate biases (i2h and h2h) set to forget_bias."""
+
+    def __init__(self, init, num_hidden, num_layers, mode, bidirectional=False, forget_bias=1.0):
+        init = initializer.create(init) if isinstance(init, str) else init
+        super().__init__(init=init.dumps() if init is not None else None, num_hidden=num_hidden,
+                         num_layers=num_layers, mode=mode, bidirectional=bidirectional, forget_bias=forget_bias)
+        self._init = init
+        self._num_hidden, self._num_layers, self._mode = num_hidden, num_layers, mode
+        self._bidirectional, self._forget_bias = bidirectional, forget_bias
+
+    def _init_weight(self, desc, arr):
+        cell = FusedRNNCell(self._num_hidden, self._num_layers, self._mode, self._bidirectional,
+                            forget_bias=self._forget_bias, prefix="")
+        args = cell.unpack_weights({"parameters": arr})
+        fallback = getattr(desc, "global_init", None)
+        for name, piece in args.items():
+            if self._mode == "lstm" and name.endswith("_f_bias"):
+                piece[:] = self._forget_bias
+            elif self._init is not None:
+                self._init(initializer.InitDesc(name, global_init=fallback), piece)
+            elif fallback is not None:
+                fallback(initializer.InitDesc(name, global_init=fallback), piece)
+            else:
+                raise MXNetError(f"FusedRNN: no initializer for {name!r} (give init=, or call it through a "
+                                 "global initializer)")
+        arr[:] = cell.pack_weights(args)["parameters"]

@@ -20,8 +20,8 @@ from ..base import MXNetError
 from ..context import Context, current_context
 from ..ndarray import ndarray as nd_module
 from ..ndarray.ndarray import NDArray, _wrap
-from ..ndarray import _zeros as _zeros_op
 from ..ops import dispatch, registry
+from ..ops.common import call
 from .infer import infer_graph, known
 from .._shape_mode import shape_is_unknown
 
@@ -143,7 +143,7 @@ def _grad_reqs(names, grad_req):
 
 def _zeros(shape, dtype, ctx):
     # the op itself: bound arrays may be scalars or zero-size, which the public nd.zeros refuses in legacy mode
-    return _zeros_op(shape=shape, ctx=ctx, dtype=dtype)
+    return call("_zeros", shape=shape, ctx=ctx, dtype=dtype)
 
 
 def _view(arr, shape):

@@ -7,14 +7,21 @@ hybridized block's call (one `_CachedOp` tape node) is inlined as the graph it r
 """
 from .. import autograd
 from ..base import MXNetError
+from ..ndarray.ndarray import NDArray
 from .graph import Node, raw_from_attrs, rewrite, topo_order
+from .symbol import Symbol
 
-__all__ = ["symbol_of"]
+__all__ = ["get_symbol", "symbol_of"]
+
+
+def get_symbol(x):
+    """The recorded computation of x (an output computed under record()) as a Symbol: tape nodes become graph
+    nodes, other arrays variables var0, var1, ... MXNet users call it as `mx.autograd.get_symbol`: mixnet's
+    __init__ puts it there, as autograd sits below the graph layer."""
+    return symbol_of(x)
 
 
 def symbol_of(x):
-    from ..ndarray.ndarray import NDArray
-    from .symbol import Symbol
     heads = list(x) if isinstance(x, (list, tuple)) else [x]
     if not all(isinstance(h, NDArray) for h in heads):
         raise MXNetError("autograd.get_symbol takes an NDArray (or a list of them)")
