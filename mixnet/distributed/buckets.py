@@ -30,6 +30,9 @@ def allreduce_many_(bufs, comm=None, bucket_bytes=BUCKET_BYTES, what="allreduce"
             raise DistError(f"{what}: expected writeable C-contiguous numpy arrays, got {type(buf).__name__}")
     if comm.size == 1:
         return bufs
+    if len(bufs) == 1:                   # the common single-tensor call: no grouping to do
+        comm.allreduce_(bufs[0], what)
+        return bufs
     for group in _buckets(bufs, bucket_bytes):
         if len(group) == 1:
             comm.allreduce_(group[0], what)

@@ -214,7 +214,7 @@ def _allreduce_many_(tensors, op, prescale_factor, postscale_factor, what):
     c = _comm()
     if op in (Sum, Average):
         if op == Average:
-            ints = [t for t in tensors if not np.issubdtype(np.dtype(t.dtype), np.inexact)]
+            ints = [t for t in tensors if t._data.dtype.kind not in "fc"]
             if ints:
                 raise DistError(f"{what}: op=Average on an integer array ({np.dtype(ints[0].dtype)}): the mean "
                                 "would be truncated; use op=hvd.Sum and divide")

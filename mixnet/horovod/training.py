@@ -7,13 +7,16 @@ update of one process calling `step(b)` on all N * b examples); see docs/distrib
 """
 import warnings
 
+import numpy as np
+
 from ..distributed import buckets
+from ..distributed.comm import DistError
 from ..gluon.parameter import DeferredInitializationError, Parameter, ParameterDict
 from ..gluon.trainer import Trainer
 from ..ndarray.ndarray import NDArray
 from ..optimizer import Optimizer
 from .compression import Compression
-from .mpi_ops import Average, _allreduce_many_, _check_process_set, broadcast_, global_process_set, size
+from .mpi_ops import Average, _allreduce_many_, _check_process_set, _comm, broadcast_, global_process_set, size
 
 __all__ = ["DistributedOptimizer", "DistributedTrainer", "broadcast_parameters"]
 
@@ -161,17 +164,48 @@ def broadcast_parameters(params, root_rank=0, prefix=None):
     if size() == 1:
         return
     prefix = prefix or ""
+    now, deferred = [], []
     for key, value in sorted(params.items(), key=lambda kv: str(kv[0])):
         name = prefix + str(key)
         if isinstance(value, Parameter):
             try:
-                value.list_data()
+                now.append((name, value.list_data()[0], value))
             except DeferredInitializationError:
-                _broadcast_after_init(value, root_rank, name)
-                continue
-            _broadcast_param(value, root_rank, name)
+                deferred.append((name, value))
         elif isinstance(value, NDArray):
-            broadcast_(value, root_rank, name=name)
+            now.append((name, value, None))
         else:
             raise ValueError(f"broadcast_parameters: {name!r} is a {type(value).__name__}, not a Parameter or "
                              "NDArray")
+    _check_same_layout(now, deferred)
+    for name, arr, param in now:
+        if param is None:
+            broadcast_(arr, root_rank, name=name)
+        else:
+            _broadcast_param(param, root_rank, name)
+    for name, param in deferred:
+        _broadcast_after_init(param, root_rank, name)
+
+
+def _check_same_layout(now, deferred):
+    """Every rank must broadcast the same names, shapes and dtypes (else MPI would mix up or overrun buffers): one
+    small allgather, and a DistError naming the first difference and the ranks."""
+    mine = [[name, list(arr.shape), np.dtype(arr.dtype).str] for name, arr, _ in now] + \
+        [[name, None, None] for name, _ in deferred]
+    layouts = _comm().allgather_json(mine, "broadcast_parameters (layout check)")
+    for r, theirs in enumerate(layouts):
+        if theirs == mine:
+            continue
+        for k in range(max(len(mine), len(theirs))):
+            a = mine[k] if k < len(mine) else None
+            b = theirs[k] if k < len(theirs) else None
+            if a != b:
+                raise DistError(f"broadcast_parameters: rank {_comm().rank} and rank {r} differ at entry {k}: "
+                                f"{_describe(a)} vs {_describe(b)} (every rank must build the same model)")
+
+
+def _describe(entry):
+    if entry is None:
+        return "nothing"
+    name, shape, dtype = entry
+    return f"{name!r} (deferred initialization)" if shape is None else f"{name!r} {tuple(shape)} {np.dtype(dtype)}"

@@ -114,6 +114,16 @@ hvd.broadcast_parameters(arg, root_rank=root)
 close(arg["w"].asnumpy(), np.full((2, 2), root))
 close(arg["b"].asnumpy(), np.full(3, root))
 
+# a model that differs between ranks is refused before any parameter moves
+if n > 1:
+    odd = nn.Dense(3 + r, in_units=2)
+    odd.initialize()
+    try:
+        hvd.broadcast_parameters(odd.collect_params())
+        raise AssertionError("different shapes must raise")
+    except mx.base.MXNetError as err:
+        assert "differ at entry" in str(err) and "same model" in str(err), err
+
 hvd.shutdown()
 assert not hvd.is_initialized()
 print(f"OK rank {r}", flush=True)
