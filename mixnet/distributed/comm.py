@@ -197,6 +197,22 @@ class Comm:
         """Ends every process of the job (MPI_Abort)."""
         self._comm.Abort(code)
 
+    def reduce_(self, buf, op, what="allreduce"):
+        """Like allreduce_ with another elementwise reduction: op is "sum", "min", "max" or "prod". Returns buf."""
+        mpi_op = {"sum": self._MPI.SUM, "min": self._MPI.MIN, "max": self._MPI.MAX, "prod": self._MPI.PROD}.get(op)
+        if mpi_op is None:
+            raise DistError(f"{what}: unknown reduction {op!r} (sum, min, max or prod)")
+        buf = _contiguous(buf, what)
+        with self._lock:
+            self._check_usable(what)
+            if self.size > 1:
+                self._wait(self._comm.Iallreduce(self._MPI.IN_PLACE, buf, op=mpi_op), what)
+        return buf
+
+    def thread_multiple(self):
+        """Whether MPI was initialized with MPI_THREAD_MULTIPLE (any thread may call it at any time)."""
+        return self._MPI.Query_thread() == self._MPI.THREAD_MULTIPLE
+
 
 def _contiguous(buf, what):
     if not isinstance(buf, np.ndarray) or not buf.flags.c_contiguous or not buf.flags.writeable:

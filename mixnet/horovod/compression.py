@@ -1,0 +1,48 @@
+"""Gradient compression for the allreduce (Horovod's `hvd.Compression.none` / `hvd.Compression.fp16`)."""
+import numpy as np
+
+__all__ = ["Compression", "Compressor", "NoneCompressor", "FP16Compressor"]
+
+
+class Compressor:
+    """compress(tensor) -> (tensor to reduce, context for decompress); decompress(tensor, ctx) -> tensor."""
+
+    @staticmethod
+    def compress(tensor):
+        raise NotImplementedError
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        raise NotImplementedError
+
+
+class NoneCompressor(Compressor):
+    """Reduces the tensor as it is."""
+
+    @staticmethod
+    def compress(tensor):
+        return tensor, None
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        return tensor
+
+
+class FP16Compressor(Compressor):
+    """Floating-point tensors travel as float16 (half the bytes, float16's precision and range)."""
+
+    @staticmethod
+    def compress(tensor):
+        dtype = np.dtype(tensor.dtype)
+        if np.issubdtype(dtype, np.floating) and dtype != np.float16:
+            return tensor.astype(np.float16), dtype
+        return tensor, None
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        return tensor if ctx is None else tensor.astype(ctx)
+
+
+class Compression:
+    none = NoneCompressor
+    fp16 = FP16Compressor
