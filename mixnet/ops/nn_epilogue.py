@@ -7,7 +7,7 @@
 * `_act_bwd_bias(grad, data, act_type=..., shape=...)` -> (dz, dbias): an activation's backward dz and its sum
   over every axis but the last (a Dense layer's bias gradient, `_sum_to` to `shape` = (1, ..., N)) in one pass.
   `data` is what the activation's backward rule reads: its output for relu, sigmoid and tanh, its input for
-  softrelu.
+  softrelu (READS_INPUT). symbol/epilogue.py finds the backward by what the rule itself traces to.
 
 Both are ordinary registry ops (tests are generated from their declarations) with gradient rules written with
 mixnet ops, though graph-mode autodiff runs before the pass and never meets them.
@@ -24,6 +24,7 @@ from .nn_conv import _g_fc, _infer_fc, _k_fc, _ref_fc
 from .registry import OpDef, OpTest, register
 
 ACTS = ("relu", "sigmoid", "tanh", "softrelu")
+READS_INPUT = ("softrelu",)      # the activations whose backward rule reads the input; the others' read the output
 
 
 def _loops(xp, *arrays):

@@ -6,23 +6,23 @@
   forward part, values the backward needs are outputs, so a kept pre-activation blocks it).
 * Backward: an activation's backward `dz` whose sum over the leading axes is taken by `_sum_to` (a bias gradient,
   possibly read through Reshapes) -> `_act_bwd_bias(g, data, act_type=..., shape=...)` with outputs (dz, dbias),
-  computed in one pass. The activation backward is recognised in the forms the gradient rules write it:
-  `_relu_bwd(g, d)`, `g * d * (1 - d)` (sigmoid), `g * (1 - d * d)` (tanh), `g * sigmoid(x)` (softrelu); its
-  inner nodes must have no other readers.
+  computed in one pass. The activation backward is recognised by what the activation's own gradient rule traces
+  to (`_backward_pattern`: graph-mode autodiff of a one-node graph, as it traces the rule into every backward
+  graph), so a rule rewritten in another form is matched in its new form; the inner nodes must have no other
+  readers.
 
 Activations: Activation(act_type relu/sigmoid/tanh/softrelu) and the relu/sigmoid/tanh ops. The pass runs after
-CSE and before elementwise fusion in every hybridized plan (gluon/cached_op.py), unless MIXNET_EPILOGUE=0.
+CSE and before elementwise fusion in every hybridized plan (compiler/pipeline.py), unless MIXNET_EPILOGUE=0.
 """
+import numpy as np
+
 from ..ops import registry
-from .autodiff import exact_types
+from ..ops.nn_epilogue import ACTS, READS_INPUT
+from .autodiff import exact_types, gradient
 from .graph import Node, graph_types, rewrite, topo_order
 from .symbol import Symbol
 
 __all__ = ["epilogue"]
-
-_MUL = ("broadcast_mul", "elemwise_mul", "_mul")
-_ACT_OPS = {"relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh"}
-_ACTIVATIONS = ("relu", "sigmoid", "tanh", "softrelu")
 
 
 def _is(node, *names):
@@ -30,36 +30,55 @@ def _is(node, *names):
 
 
 def _forward_act(node):
-    """The activation a node applies, if the forward epilogue can take it."""
-    if _is(node, "Activation") and node.attrs.get("act_type") in _ACTIVATIONS:
-        return node.attrs["act_type"]
-    return _ACT_OPS.get(node.op.name) if node.op is not None else None
+    """The activation a node applies, if the forward epilogue can take it (Activation, or the op of that name)."""
+    if _is(node, "Activation"):
+        return node.attrs["act_type"] if node.attrs.get("act_type") in ACTS else None
+    return node.op.name if _is(node, *ACTS) else None
 
 
-def _one_minus(entry):
-    """x for an entry computing `1 - x` (the _rminus_scalar that `1 - x` traces to), else None."""
-    node = entry[0]
-    if _is(node, "_rminus_scalar") and float(node.attrs.get("scalar", 0)) == 1.0:
-        return node.inputs[0]
-    return None
+def _backward_pattern(act, shape, dtype):
+    """(dz, g, data) entries of the graph that Activation(act)'s gradient rule traces to for an input of this
+    shape and dtype: dz computed from the head gradient g and `data`, which is what `_act_bwd_bias` reads (the
+    activation's output, or its input for READS_INPUT)."""
+    x = Node(None, "x")
+    y = Node(registry.get("Activation"), "act", {"act_type": act}, {"act_type": act}, [(x, 0)])
+    x.types = y.types = ((tuple(shape), np.dtype(dtype)),)
+    (dz,), heads = gradient(Symbol([(y, 0)]), ["x"], is_train=True)
+    return dz, (heads[0], 0), (x, 0) if act in READS_INPUT else (y, 0)
 
 
-def _act_backward(p):
-    """(act_type, grad entry, data entry, inner nodes) when node p computes an activation's backward, else None."""
-    if _is(p, "_relu_bwd"):
-        return "relu", p.inputs[0], p.inputs[1], []
-    if not _is(p, *_MUL):
-        return None
-    for left, right in (p.inputs, p.inputs[::-1]):
-        d = _one_minus(right)
-        if d is not None and _is(left[0], *_MUL) and left[1] == 0:              # (g * d) * (1 - d)
-            for g, dd in (left[0].inputs, left[0].inputs[::-1]):
-                if dd == d:
-                    return "sigmoid", g, d, [left[0], right[0]]
-        if d is not None and _is(d[0], *_MUL) and d[0].inputs[0] == d[0].inputs[1]:   # g * (1 - d * d)
-            return "tanh", left, d[0].inputs[0], [right[0], d[0]]
-        if _is(right[0], "sigmoid"):                                             # g * sigmoid(x)
-            return "softrelu", left, right[0].inputs[0], [right[0]]
+def _match(pattern, entry, bound, matched):
+    """Whether `entry` computes what the pattern's entry does: the same ops with the same attributes over inputs
+    that match in turn, down to the pattern's leaves, which stand for any entry (the same one at each use).
+    bound: {(id(leaf), index): the entry it stands for, or None while unbound}; matched: {id(pattern node): node},
+    filled in (a pattern node matches one node, though two pattern nodes may match the same one after CSE)."""
+    pnode, pindex = pattern
+    key = (id(pnode), pindex)
+    if key in bound:
+        if bound[key] is None:
+            bound[key] = entry
+        return bound[key][0] is entry[0] and bound[key][1] == entry[1]
+    node, index = entry
+    if id(pnode) in matched:
+        return matched[id(pnode)] is node and index == pindex
+    if (pnode.op is None or node.op is not pnode.op or index != pindex or node.attrs != pnode.attrs
+            or len(node.inputs) != len(pnode.inputs)):
+        return False
+    matched[id(pnode)] = node
+    return all(_match(p, e, bound, matched) for p, e in zip(pnode.inputs, node.inputs))
+
+
+def _act_backward(p, shape, dtype, patterns):
+    """(act_type, grad entry, data entry, inner nodes) when node p computes an activation's backward for a value
+    of this shape and dtype, else None. patterns: {(act, shape, dtype): _backward_pattern(...)}, filled in."""
+    for act in ACTS:
+        key = (act, shape, dtype)
+        if key not in patterns:
+            patterns[key] = _backward_pattern(act, shape, dtype)
+        (root, index), g, d = patterns[key]
+        bound, matched = {(id(g[0]), g[1]): None, (id(d[0]), d[1]): None}, {}
+        if root.op is not None and _match((root, index), (p, 0), bound, matched):
+            return act, bound[(id(g[0]), g[1])], bound[(id(d[0]), d[1])], [n for n in matched.values() if n is not p]
     return None
 
 
@@ -85,7 +104,7 @@ def epilogue(symbol, shapes=None, dtypes=None):
         return (node.num_outputs() == 1 and (id(node), 0) not in heads
                 and all(id(r) in allowed for r in readers.get((id(node), 0), ())))
 
-    forward, backward, sums = {}, {}, {}
+    forward, backward, sums, patterns = {}, {}, {}, {}
     for node in nodes:
         act = _forward_act(node) if node.op is not None else None
         if act is not None:
@@ -93,7 +112,7 @@ def epilogue(symbol, shapes=None, dtypes=None):
             if _is(fc, "FullyConnected") and len(readers[(id(fc), index)]) == 1 and only_read_by(fc, {id(node)}):
                 forward[id(node)] = (fc, act)
         if _is(node, "_sum_to"):
-            match = _bias_sum(node, eshape, edtype, only_read_by)
+            match = _bias_sum(node, eshape, edtype, only_read_by, patterns)
             if match is not None and id(match[0]) not in backward:
                 backward[id(match[0])] = (node,) + match[1:]
 
@@ -120,7 +139,7 @@ def epilogue(symbol, shapes=None, dtypes=None):
     return Symbol(rewrite(symbol._outputs, fold))
 
 
-def _bias_sum(reduce, eshape, edtype, only_read_by):
+def _bias_sum(reduce, eshape, edtype, only_read_by, patterns):
     """(backward node, act_type, grad entry, data entry) when the `_sum_to` node `reduce` sums an activation
     backward's result (through Reshapes) over every axis but the last, else None."""
     src, index = reduce.inputs[0]
@@ -128,10 +147,6 @@ def _bias_sum(reduce, eshape, edtype, only_read_by):
         src, index = src.inputs[0]
     if src.op is None or index != 0:
         return None
-    match = _act_backward(src)
-    if match is None:
-        return None
-    act, g, d, inner = match
     target = tuple(reduce.attrs["shape"])
     summed, shape = eshape.get((id(reduce.inputs[0][0]), reduce.inputs[0][1])), eshape.get((id(src), 0))
     if summed is None or shape is None or not target or not shape or len(target) > len(summed):
@@ -139,11 +154,16 @@ def _bias_sum(reduce, eshape, edtype, only_read_by):
     n = target[-1]
     if summed[-1] != n or shape[-1] != n or any(t != 1 for t in target[:-1]):
         return None
+    dtype = edtype.get((id(src), 0))
+    if dtype is None or dtype.kind != "f":
+        return None
+    match = _act_backward(src, tuple(shape), dtype, patterns)
+    if match is None:
+        return None
+    act, g, d, inner = match
     if eshape.get((id(g[0]), g[1])) != shape or eshape.get((id(d[0]), d[1])) != shape:
         return None                                      # a broadcasting product is not this pattern
-    dtype = edtype.get((id(src), 0))
-    if dtype is None or dtype.kind != "f" or edtype.get((id(g[0]), g[1])) != dtype \
-            or edtype.get((id(d[0]), d[1])) != dtype:
+    if edtype.get((id(g[0]), g[1])) != dtype or edtype.get((id(d[0]), d[1])) != dtype:
         return None
     inside = {id(src)} | {id(m) for m in inner}
     if not all(only_read_by(m, inside) for m in inner):

@@ -2,7 +2,8 @@
 
 1. Where it fires: Dense(act) forward -> _fc_epilogue; the activation backward + bias `_sum_to` -> _act_bwd_bias;
    not when the FullyConnected value has another reader or is a graph output, not for a reduction that keeps
-   another axis.
+   another axis. The backward is found in whatever form its gradient rule has (a rule rewritten in an
+   equivalent form still fuses), but not when the rule reads another value than `_act_bwd_bias` does.
 2. Hybridized Dense layers give the eager outputs and gradients, epilogue on and off, for each activation, with and
    without bias, flatten on and off, float32/float64, static_alloc on and off.
 3. The Numba loops give what the generic xp code gives (`_fastpath.ENABLED = False`), and warm_up covers the
@@ -163,6 +164,44 @@ def test_static_alloc_hands_the_epilogue_a_planned_buffer():
     forward = dict(_plans(net))["inference"].compiled.source
     line = next(s for s in forward.splitlines() if "# _fc_epilogue" in s)
     assert "out=O" in line
+
+
+# Each activation's rule rewritten in another, equivalent form (patched on its OpDef, as an edit of the rule would
+# be): the pass matches what the rule traces to, so it still fires, and the results stay the eager ones.
+def _rewritten_rules(act, original):
+    y = lambda c: c.outputs[0]                                        # noqa: E731
+    return {"relu": lambda c, g: (g * (y(c) > 0),),
+            "sigmoid": lambda c, g: (g * (y(c) - y(c) * y(c)),),
+            "tanh": lambda c, g: (g - g * y(c) * y(c),),
+            "softrelu": lambda c, g: ((g / (1 + mx.nd.exp(-c.inputs[0])),) if c.attrs["act_type"] == "softrelu"
+                                      else original(c, g))}[act]
+
+
+@pytest.mark.parametrize("act", ACTS)
+def test_a_rule_rewritten_in_another_form_still_fuses(act, monkeypatch):
+    op = registry.get("Activation" if act == "softrelu" else act)
+    monkeypatch.setattr(op, "grad", _rewritten_rules(act, op.grad))
+    eager, _ = _run(act, True, True, "float32", hybrid=False)
+    hybrid, net = _run(act, True, True, "float32", hybrid=True)
+    _assert_close(hybrid, eager, "float32")
+    backward = dict(_plans(net))["backward"]
+    assert "_act_bwd_bias" in _ops(backward.symbol)
+
+
+def test_a_rule_reading_another_value_does_not_fuse(monkeypatch):
+    """softrelu's rule from the output y (sigmoid(x) = -expm1(-y)): _act_bwd_bias(softrelu) reads the input, so
+    fusing would take y for x; the pass leaves this backward alone."""
+    original = registry.get("Activation").grad
+
+    def from_output(c, g):
+        if c.attrs["act_type"] != "softrelu":
+            return original(c, g)
+        return (-g * mx.nd.expm1(-c.outputs[0]),)
+    monkeypatch.setattr(registry.get("Activation"), "grad", from_output)
+    eager, _ = _run("softrelu", True, True, "float32", hybrid=False)
+    hybrid, net = _run("softrelu", True, True, "float32", hybrid=True)
+    _assert_close(hybrid, eager, "float32")
+    assert "_act_bwd_bias" not in _ops(dict(_plans(net))["backward"].symbol)
 
 
 # ---------------------------------------------------------------------------------------------------------
