@@ -104,20 +104,20 @@ class DistKVStore(KVStore):
             self._store[k] = stored
 
     def _check_init_meta(self, meta):
-        """Every rank must init the same keys with the same shapes and dtypes: one allgather of the metadata."""
+        """Every rank must init the same keys with the same shapes and dtypes: one allgather of the metadata, and
+        the same message on every rank, naming the ranks that differ from rank 0."""
         everyone = self._comm.allgather_json(meta, "KVStore.init (keys, shapes and dtypes)")
-        mine = {m[0]: m for m in meta}
+        first = everyone[0]
         for rank, theirs in enumerate(everyone):
-            if [m[0] for m in theirs] != [m[0] for m in meta]:
-                raise DistError(f"KVStore.init: rank {rank} initializes keys {[m[0] for m in theirs]}, rank "
-                                f"{self.rank} keys {[m[0] for m in meta]}: every rank must init the same keys in the "
-                                "same order")
-            for k, shape, dtype in theirs:
-                if [shape, dtype] != mine[k][1:]:
-                    raise DistError(
-                        f"KVStore.init: {self._describe(k)} has shape {tuple(shape)} {np.dtype(dtype)} on rank "
-                        f"{rank} but {tuple(mine[k][1])} {np.dtype(mine[k][2])} on rank {self.rank}: every rank "
-                        "must build the same model")
+            if [m[0] for m in theirs] != [m[0] for m in first]:
+                raise DistError(f"KVStore.init: rank 0 initializes keys {[m[0] for m in first]} but rank {rank} "
+                                f"keys {[m[0] for m in theirs]}: every rank must init the same keys in the same order")
+        for i, (k, shape, dtype) in enumerate(first):
+            differ = [(rank, theirs[i]) for rank, theirs in enumerate(everyone) if theirs[i][1:] != [shape, dtype]]
+            if differ:
+                shown = ", ".join(f"{tuple(m[1])} {np.dtype(m[2])} on rank {rank}" for rank, m in differ[:4])
+                raise DistError(f"KVStore.init: {self._describe(k)} has shape {tuple(shape)} {np.dtype(dtype)} on "
+                                f"rank 0 but {shown}: every rank must build the same model")
 
     # ------------------------------------------------------------------ push: allreduce, then store or update
     def push(self, key, value, priority=0):

@@ -17,8 +17,10 @@ read at each call) pass; then DistTimeoutError names this rank, the collective a
 cancel a collective, so the communicator is unusable after that: when the process then ends (the error was not
 caught, or it exits anyway) it calls MPI_Abort after a short grace period, so mpiexec ends every rank of the job,
 a hung one included, and no process is left behind. Under `mpiexec -disable-auto-cleanup` (what
-`python -m mixnet.tools.launch` runs) a rank killed by a signal is reported this way by every survivor; under plain
-`mpiexec`, MPICH itself kills the job at once when a rank dies by a signal (the survivors print nothing of ours).
+`python -m mixnet.tools.launch` runs) a rank that exits (an uncaught error, os._exit) is reported this way by every
+survivor; a rank killed by a signal makes MPICH's hydra proxy kill the whole job at once, usually before the
+survivors' deadline (MPICH 5.0.2, measured: tests/distributed/test_dist_failures.py). Under plain `mpiexec`, MPICH
+kills the job at once when any rank dies (the survivors print nothing of ours).
 
 Buffers are numpy arrays in host memory: device (cupy) arrays are staged through the host by the callers.
 """

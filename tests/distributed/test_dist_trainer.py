@@ -38,3 +38,54 @@ def test_dist_sync_matches_single_process(tmp_path, n):
             for key in states[0]:
                 np.testing.assert_array_equal(states[r][key].asnumpy(), states[0][key].asnumpy(),
                                               err_msg=f"{name}: rank {r}'s optimizer state {key} differs")
+
+
+ERRORS = """
+import json, sys
+import numpy as np
+import mixnet as mx
+from mixnet import autograd, gluon
+from mixnet.base import MXNetError
+
+out = sys.argv[1]
+kv = mx.kv.create("dist_sync")
+r = kv.rank
+seen = {}
+units = 4 if r == 0 else 5                    # rank 1 builds a different model
+bad = gluon.nn.Dense(units, in_units=3, prefix="mismatch_")
+bad.initialize()
+try:
+    gluon.Trainer(bad.collect_params(), "sgd", kvstore="dist_sync")
+except MXNetError as err:
+    seen["shapes"] = [type(err).__name__, str(err)]
+for on_kv in (True, False):
+    net = gluon.nn.Dense(2, in_units=3, prefix=f"net{int(on_kv)}_")
+    net.initialize()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", kvstore="dist_sync", update_on_kvstore=on_kv)
+    x = mx.nd.ones((2, 3))
+    if r == 1:
+        x[1, 2] = np.inf
+    with autograd.record():
+        loss = net(x).sum()
+    loss.backward()
+    try:
+        trainer.step(2)
+    except MXNetError as err:
+        seen[f"nan{int(on_kv)}"] = [type(err).__name__, str(err)]
+with open(f"{out}/rank{r}.json", "w") as f:
+    json.dump(seen, f)
+"""
+
+
+def test_shape_mismatch_and_nonfinite_gradients_are_named(tmp_path):
+    import json
+    run(ERRORS, 2, args=[tmp_path], timeout=60, check=True)
+    for r in range(2):
+        seen = json.loads((tmp_path / f"rank{r}.json").read_text())
+        assert seen["shapes"] == [
+            "DistError", "KVStore.init: key 0 (parameter 'mismatch_weight') has shape (4, 3) float32 on rank 0 but "
+            "(5, 3) float32 on rank 1: every rank must build the same model"]
+        for on_kv in (1, 0):
+            kind, message = seen[f"nan{on_kv}"]
+            assert kind == "DistError"
+            assert "NaN or inf" in message and "(parameter 'net%d_weight'): ranks [1]" % on_kv in message
