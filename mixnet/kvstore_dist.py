@@ -20,6 +20,16 @@ the ranks that differ, instead of mixing up buffers. A NaN or inf in any rank's 
 rank receives, so every rank raises the same DistError, naming the key (the parameter, under a Trainer) and the
 ranks whose own value held it, before anything is stored or updated. pull and row_sparse_pull are local.
 
+With gluon.Trainer (kvstore='dist_sync', or this store): the Trainer initializes the store when it is created, so
+every rank starts from rank 0's parameters before its first forward (MXNet waits for the first step; parameters
+whose shape is still deferred then are sent at the first step, as in MXNet: seed every rank alike, or give the
+shapes, for an exact first step). Each step pushes every gradient in one
+call. MXNet's batch_size semantics: gradients are summed over the workers and divided by the batch_size given to
+step(), so N workers each calling step(b) on their own b examples make exactly the update of one process summing
+the loss over all N*b examples and calling step(b); pass step(N * b) for the mean over the global batch. The
+default is update_on_kvstore=True (MXNet's for dist stores): the store's updater runs on every rank.
+update_on_kvstore=False also works (allreduce_grads() then update(), e.g. to clip the summed gradients).
+
 Not available over MPI, each with a DistError saying so: 'dist_async' (asynchronous parameter-server updates have
 no counterpart in collectives: use 'dist_sync'), gradient compression ('2bit', '1bit'), row_sparse values.
 """

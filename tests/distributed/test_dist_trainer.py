@@ -1,7 +1,8 @@
 """gluon.Trainer with a 'dist_sync' KVStore over 2 and 3 processes trains exactly like one process on the same
 global batch (MXNet's semantics: N workers calling step(b) == one process summing the loss over N*b examples and
 calling step(b)), for SGD with momentum and Adam, hybridized or not, updating on the store or on the workers, with
-one or two contexts per process; every rank ends with identical parameters and optimizer states."""
+one or two contexts per process, step() or allreduce_grads() and update(); every rank ends with identical
+parameters and optimizer states."""
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from ._mpirun import run
 
 JOB = Path(__file__).with_name("train_job.py")
-CONFIGS = ["sgd", "sgd-hyb", "adam", "adam-hyb-local", "sgd-2ctx-local", "adam-2ctx"]
+CONFIGS = ["sgd", "sgd-hyb", "adam", "adam-hyb-local", "sgd-2ctx-local", "adam-2ctx", "sgd-split"]
 
 
 def _arrays(path):

@@ -22,6 +22,7 @@ CONFIGS = [
     ("adam-hyb-local", "adam", {"learning_rate": 0.01}, True, False, 1),
     ("sgd-2ctx-local", "sgd", {"learning_rate": 0.1, "momentum": 0.9}, False, False, 2),
     ("adam-2ctx", "adam", {"learning_rate": 0.01}, True, None, 2),
+    ("sgd-split", "sgd", {"learning_rate": 0.1, "momentum": 0.9}, False, False, 1),   # allreduce_grads + update
 ]
 
 
@@ -40,14 +41,18 @@ def batches(n_workers):
         yield x, y
 
 
-def train(net, trainer, data, ctxs, loss_fn):
+def train(net, trainer, data, ctxs, loss_fn, split=False):
     for x, y in data:
         xs = gluon.utils.split_and_load(x, ctxs)
         ys = gluon.utils.split_and_load(y, ctxs)
         with autograd.record():
             losses = [loss_fn(net(a), b) for a, b in zip(xs, ys)]
         autograd.backward(losses)
-        trainer.step(PER_RANK)
+        if split:
+            trainer.allreduce_grads()
+            trainer.update(PER_RANK)
+        else:
+            trainer.step(PER_RANK)
 
 
 def params(net):
@@ -69,7 +74,7 @@ def main(out):
                                 update_on_kvstore=on_kv)
         mine = [(x[rank * PER_RANK:(rank + 1) * PER_RANK], y[rank * PER_RANK:(rank + 1) * PER_RANK])
                 for x, y in batches(n)]
-        train(net, trainer, mine, ctxs, loss_fn)
+        train(net, trainer, mine, ctxs, loss_fn, split=name.endswith("-split"))
         np.savez(f"{out}/{name}-rank{rank}.npz", *params(net))
         trainer.save_states(f"{out}/{name}-rank{rank}.states")
         if rank == 0:
