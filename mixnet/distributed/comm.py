@@ -26,11 +26,11 @@ Buffers are numpy arrays in host memory: device (cupy) arrays are staged through
 """
 import atexit
 import json
-import zlib
 import os
 import sys
 import threading
 import time
+import zlib
 
 import numpy as np
 
@@ -209,8 +209,8 @@ class Comm:
         """Sums every array of the list over all ranks: arrays of one dtype are copied into flat buckets of at most
         bucket_bytes (default MIXNET_DIST_BUCKET_MB; an array larger than that is a bucket of its own), one in-place
         Allreduce per bucket. The inputs are not changed; returns the sums as views of the buckets, valid until the
-        next call with the same layout (the buckets are reused across calls, so a training loop allocates them
-        once). Every rank must pass the same shapes and dtypes in the same order.
+        next allreduce_grouped call (the buckets are kept per dtype, size and position and reused, so a training
+        loop allocates them once). Every rank must pass the same shapes and dtypes in the same order.
 
         check_finite: also returns the indices of the arrays whose sum holds a NaN or inf, found with one sum per
         bucket (and an elementwise look only into a bucket whose sum is not finite): a NaN or inf of any rank
