@@ -201,6 +201,16 @@ class TestStore(KVStore):
         raise MXNetError("KVStore 'teststore' cannot run an optimizer (is_capable('optimizer') is False)")
 
 
+# Store types defined in other modules (kvstore_dist.py: 'dist*'), by name prefix. They subclass KVStore, so this
+# module cannot import them (layers point down): each registers itself here when mixnet/__init__.py imports it.
+_REGISTERED = {}
+
+
+def register(prefix, factory):
+    """create(name) calls factory(name) for a name starting with prefix (MXNet's KVStoreBase.register, by prefix)."""
+    _REGISTERED[prefix] = factory
+
+
 def create(name="local"):
     """A KVStore: 'local' / 'device' (and MXNet's local aliases) in one process, MXNet's 'teststore', or a
     distributed 'dist_sync' store (kvstore_dist.py) in a job launched by mpiexec."""
@@ -211,9 +221,9 @@ def create(name="local"):
     name = name.lower()
     if name == "teststore":
         return TestStore()
-    if name.startswith("dist"):
-        from .kvstore_dist import create_dist       # lazy: mpi4py is imported only for a distributed store
-        return create_dist(name)
+    for prefix, factory in _REGISTERED.items():
+        if name.startswith(prefix):
+            return factory(name)
     if name not in _LOCAL_TYPES:
         raise MXNetError(f"KVStore type {name!r} is not supported by mixnet (single process): use one of "
                          f"{list(_LOCAL_TYPES)}")

@@ -37,7 +37,7 @@ import numpy as np
 
 from .base import MXNetError
 from .distributed.comm import DistError, launched, world
-from .kvstore import KVStore, _check_key, _key_value_pairs
+from .kvstore import KVStore, _check_key, _key_value_pairs, register
 from .ndarray.ndarray import NDArray, _wrap
 from . import optimizer as opt
 
@@ -201,3 +201,6 @@ class DistKVStore(KVStore):
 
     def __repr__(self):
         return f"<DistKVStore {self.type!r}: rank {self.rank} of {self.num_workers}>"
+
+
+register("dist", create_dist)      # mx.kv.create('dist_sync'); mpi4py is imported only when a store is made
