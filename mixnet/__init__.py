@@ -25,6 +25,7 @@ from . import initializer  # noqa: F401
 from . import initializer as init  # noqa: F401
 from . import metric, lr_scheduler, optimizer, kvstore  # noqa: F401
 from . import kvstore as kv  # noqa: F401
+from . import kvstore_dist  # noqa: F401  (registers the 'dist*' store types with kv.create)
 from . import io, recordio  # noqa: F401
 from . import symbol as sym  # noqa: F401
 from . import gluon  # noqa: F401

@@ -50,6 +50,8 @@ MIXNET_MAX_ELEMENTS=N   the most elements one array may have (default 2**40, abo
                         larger (or negative) shape with an MXNetError naming the op and the shape, and so do the ops
                         that allocate an array of a shape taken from attributes (zeros, ones, full, arange, tile,
                         repeat, broadcast_to, one_hot, ...), before allocating anything.
+MIXNET_DIST_BUCKET_MB=N  a distributed KVStore's push/pushpull of several keys sums them over the ranks in flat
+                        buckets of at most N MiB, one MPI Allreduce each (default 25; distributed/comm.py).
 MXNET_ELIMINATE_COMMON_EXPR=0
                         MXNet's switch: Symbol.bind/simple_bind do not merge identical subexpressions (read at
                         bind, as MXNet's graph executor reads it).
@@ -166,6 +168,7 @@ class _Config(types.ModuleType):
     CODEGEN_EXACT = _Flag("MIXNET_CODEGEN_EXACT", _switch, False)
     CACHE_DIR = _Flag("MIXNET_CACHE_DIR", str, None)
     CACHE_MAX_MB = _Flag("MIXNET_CACHE_MAX_MB", float, 512.0)
+    DIST_BUCKET_MB = _Flag("MIXNET_DIST_BUCKET_MB", float, 25.0)
     MAX_ELEMENTS = _Flag("MIXNET_MAX_ELEMENTS", _positive_count, 2 ** 40, warn=True)
     ELIMINATE_COMMON_EXPR = _Flag("MXNET_ELIMINATE_COMMON_EXPR", _switch, True)
     MIRROR = _Flag("MXNET_BACKWARD_DO_MIRROR", _switch, False)

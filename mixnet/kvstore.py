@@ -6,7 +6,8 @@
     out = mx.nd.zeros((2, 3)); kv.pull(3, out=out)          # out == 2
 
 With `set_optimizer(opt)` (or `_set_updater(fn)`), a push runs `updater(key, merged_value, stored)` instead of
-storing the value. row_sparse values: `row_sparse_pull` copies the requested rows. Distributed types ('dist_*', 'horovod', 'byteps', 'nccl') are not available.
+storing the value. row_sparse values: `row_sparse_pull` copies the requested rows. The distributed 'dist_sync'
+types (over MPI, under `mpiexec`) are kvstore_dist.py's; 'dist_async', 'horovod', 'byteps', 'nccl' are not available.
 """
 from .base import MXNetError
 from .ndarray.ndarray import NDArray
@@ -231,8 +232,19 @@ class TestStore(KVStore):
         raise UnsupportedError("KVStore 'teststore' keeps no optimizer states (it cannot run an optimizer)")
 
 
+# Store types defined in other modules (kvstore_dist.py: 'dist*'), by name prefix. They subclass KVStore, so this
+# module cannot import them (layers point down): each registers itself here when mixnet/__init__.py imports it.
+_REGISTERED = {}
+
+
+def register(prefix, factory):
+    """create(name) calls factory(name) for a name starting with prefix (MXNet's KVStoreBase.register, by prefix)."""
+    _REGISTERED[prefix] = factory
+
+
 def create(name="local"):
-    """A KVStore: 'local' / 'device' (and MXNet's local aliases) in one process, or MXNet's 'teststore'."""
+    """A KVStore: 'local' / 'device' (and MXNet's local aliases) in one process, MXNet's 'teststore', or a
+    distributed 'dist_sync' store (kvstore_dist.py) in a job launched by mpiexec."""
     if isinstance(name, KVStore):
         return name
     if not isinstance(name, str):
@@ -240,6 +252,9 @@ def create(name="local"):
     name = name.lower()
     if name == "teststore":
         return TestStore()
+    for prefix, factory in _REGISTERED.items():
+        if name.startswith(prefix):
+            return factory(name)
     if name not in _LOCAL_TYPES:
         raise MXNetError(f"KVStore type {name!r} is not supported by mixnet (single process): use one of "
                          f"{list(_LOCAL_TYPES)}")

@@ -5,6 +5,8 @@ collective so that a peer that died or hangs surfaces as an error instead of a h
     w = world()                  # imports mpi4py and initializes MPI on first use
     w.rank, w.size, w.local_rank
     w.allreduce_(buf)            # in-place sum of a contiguous numpy array over all ranks
+    w.allreduce_grouped(arrays)  # sums of many arrays, packed into flat size-capped buckets (one Allreduce each)
+    w.check_same(obj, what)      # DistError naming the ranks unless every rank passed an equal JSON value
     w.broadcast_(buf, root=0)    # in place
     w.allgather(buf)             # the ranks' arrays concatenated along axis 0 (first dims may differ)
     w.allgather_json(obj)        # small metadata (shapes, names) from every rank, as JSON (never pickle)
@@ -15,8 +17,10 @@ read at each call) pass; then DistTimeoutError names this rank, the collective a
 cancel a collective, so the communicator is unusable after that: when the process then ends (the error was not
 caught, or it exits anyway) it calls MPI_Abort after a short grace period, so mpiexec ends every rank of the job,
 a hung one included, and no process is left behind. Under `mpiexec -disable-auto-cleanup` (what
-`python -m mixnet.tools.launch` runs) a rank killed by a signal is reported this way by every survivor; under plain
-`mpiexec`, MPICH itself kills the job at once when a rank dies by a signal (the survivors print nothing of ours).
+`python -m mixnet.tools.launch` runs) a rank that exits (an uncaught error, os._exit) is reported this way by every
+survivor; a rank killed by a signal makes MPICH's hydra proxy kill the whole job at once, usually before the
+survivors' deadline (MPICH 5.0.2, measured: tests/distributed/test_dist_failures.py). Under plain `mpiexec`, MPICH
+kills the job at once when any rank dies (the survivors print nothing of ours).
 
 Buffers are numpy arrays in host memory: device (cupy) arrays are staged through the host by the callers.
 """
@@ -26,12 +30,14 @@ import os
 import sys
 import threading
 import time
+import zlib
 
 import numpy as np
 
+from .. import config
 from ..base import MXNetError
 
-__all__ = ["DistError", "DistTimeoutError", "available", "world"]
+__all__ = ["DistError", "DistTimeoutError", "available", "launched", "world"]
 
 # Polling: a tight loop of Test() calls (MPICH makes progress inside them, as inside Wait()), then, once a
 # collective has taken longer than BUSY_S, a short sleep between tests so a waiting rank stops burning the core a
@@ -80,6 +86,17 @@ def available():
     return importlib.util.find_spec("mpi4py") is not None
 
 
+# What MPI launchers put in each rank's environment: MPICH's hydra and Intel MPI (PMI_*), Open MPI (OMPI_*),
+# PMIx-based launchers and Slurm's srun (PMIX_*).
+_LAUNCHER_VARS = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_RANK")
+
+
+def launched():
+    """Whether this process was started by an MPI launcher (mpiexec, mpirun, srun); MPI is not initialized by this
+    check. A process started otherwise is a job of one, and MPI_Init in it may spawn a helper process."""
+    return any(name in os.environ for name in _LAUNCHER_VARS)
+
+
 class Comm:
     """COMM_WORLD with deadlines. One per process (world()); safe to call from one thread at a time (the lock
     serializes collectives, which MPI requires to be called in the same order on every rank)."""
@@ -96,6 +113,7 @@ class Comm:
         node.Free()
         self._lock = threading.Lock()
         self._failed = None
+        self._buckets = {}        # (dtype, elements, ordinal in the call) -> reused flat buffer (allreduce_grouped)
 
     def __repr__(self):
         return f"<mixnet.distributed.Comm rank {self.rank} of {self.size} (local {self.local_rank} of " \
@@ -187,6 +205,57 @@ class Comm:
                 out[...] = data
         return [json.loads(out[d:d + n].tobytes().decode("utf-8")) for d, n in zip(displs, lengths.tolist())]
 
+    def allreduce_grouped(self, arrays, bucket_bytes=None, what="allreduce", check_finite=False):
+        """Sums every array of the list over all ranks: arrays of one dtype are copied into flat buckets of at most
+        bucket_bytes (default MIXNET_DIST_BUCKET_MB; an array larger than that is a bucket of its own), one in-place
+        Allreduce per bucket. The inputs are not changed; returns the sums as views of the buckets, valid until the
+        next allreduce_grouped call (the buckets are kept per dtype, size and position and reused, so a training
+        loop allocates them once). Every rank must pass the same shapes and dtypes in the same order.
+
+        check_finite: also returns the indices of the arrays whose sum holds a NaN or inf, found with one sum per
+        bucket (and an elementwise look only into a bucket whose sum is not finite): a NaN or inf of any rank
+        shows in the sum every rank receives, so every rank finds the same indices."""
+        if bucket_bytes is None:
+            bucket_bytes = int(config.DIST_BUCKET_MB * 2 ** 20)
+        arrays = [np.asarray(a) for a in arrays]
+        out = [None] * len(arrays)
+        nonfinite = []
+        for ordinal, (dtype, members) in enumerate(_plan_buckets(arrays, bucket_bytes)):
+            total = sum(arrays[i].size for i in members)
+            key = (dtype.str, total, ordinal)
+            flat = self._buckets.get(key)
+            if flat is None:
+                flat = self._buckets[key] = np.empty(total, dtype=dtype)
+            offset = 0
+            for i in members:
+                n = arrays[i].size
+                view = flat[offset:offset + n].reshape(arrays[i].shape)
+                np.copyto(view, arrays[i])
+                out[i] = view
+                offset += n
+            self.allreduce_(flat, f"{what} (bucket {ordinal}: {len(members)} arrays, {flat.nbytes} bytes)")
+            if check_finite and dtype.kind in "fc" and not np.isfinite(flat.sum()):
+                # the sum of finite values can overflow too: look at each array before blaming one
+                nonfinite.extend(i for i in members if not np.isfinite(out[i]).all())
+        for i, a in enumerate(arrays):
+            if out[i] is None:          # an empty array: nothing to sum
+                out[i] = a.copy()
+        return (out, sorted(nonfinite)) if check_finite else out
+
+    def check_same(self, obj, what):
+        """Raises DistError on every rank unless every rank passed an equal JSON value: one small allreduce of a
+        hash h and h*h (equal sums of h and h*h over n ranks mean every h is equal), then, only on a mismatch, an
+        allgather of the values to name the ranks that differ from rank 0."""
+        text = json.dumps(obj, sort_keys=True)
+        h = zlib.crc32(text.encode("utf-8")) & 0xFFFFFFF       # 28 bits: n * h*h stays within int64
+        sums = self.allreduce_(np.array([h, h * h], dtype=np.int64), what + " (consistency check)")
+        if sums[0] == self.size * h and sums[1] == self.size * h * h:
+            return
+        values = self.allgather_json(obj, what + " (mismatch report)")
+        differ = [r for r, v in enumerate(values) if v != values[0]]
+        shown = "; ".join(f"rank {r}: {_short(values[r])}" for r in [0] + differ[:3])
+        raise DistError(f"{what}: the ranks disagree (ranks {differ} differ from rank 0): {shown}")
+
     def barrier(self, what="barrier"):
         with self._lock:
             self._check_usable(what)
@@ -218,6 +287,32 @@ def _contiguous(buf, what):
     if not isinstance(buf, np.ndarray) or not buf.flags.c_contiguous or not buf.flags.writeable:
         raise DistError(f"{what}: expected a writeable C-contiguous numpy array, got {type(buf).__name__}")
     return buf
+
+
+def _plan_buckets(arrays, bucket_bytes):
+    """[(dtype, [indices])]: per dtype in order of first appearance, consecutive arrays packed up to
+    bucket_bytes; empty arrays are left out (their sum is themselves)."""
+    by_dtype = {}
+    for i, a in enumerate(arrays):
+        if a.size:
+            by_dtype.setdefault(a.dtype, []).append(i)
+    plan = []
+    for dtype, indices in by_dtype.items():
+        current, size = [], 0
+        for i in indices:
+            nbytes = arrays[i].nbytes
+            if current and size + nbytes > bucket_bytes:
+                plan.append((dtype, current))
+                current, size = [], 0
+            current.append(i)
+            size += nbytes
+        plan.append((dtype, current))
+    return plan
+
+
+def _short(value, limit=300):
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _mpi_type(MPI, dtype):

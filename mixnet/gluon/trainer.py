@@ -65,6 +65,8 @@ class Trainer:
         self._params_to_init = []
         self._targets_cache = None       # see _targets
         self._reset_kvstore()
+        if self._contexts is not None and "dist" in getattr(kvstore, "type", str(kvstore)):
+            self._prepare()     # rank 0's initial values everywhere before the first forward (MXNet: first step)
 
     # ------------------------------------------------------------------ setup
     def _check_contexts(self):
@@ -157,6 +159,13 @@ class Trainer:
         if self._kvstore is None:
             self._params_to_init = []
             return
+        if "dist" in self._kvstore.type:      # one init of every key (rank 0's values), then every device pulls
+            ready = [p for p in self._params_to_init if p._data is not None]
+            self._kvstore._key_names.update({self._param2idx[p.name]: p.name for p in ready})
+            self._kvstore.init([self._param2idx[p.name] for p in ready], [p._all_data()[0] for p in ready])
+            self._kvstore.pull([self._param2idx[p.name] for p in ready], out=[p._all_data() for p in ready])
+            self._params_to_init = [p for p in self._params_to_init if p._data is None]
+            return
         for param in list(self._params_to_init):
             if only is not None and param is not only:
                 continue
@@ -225,6 +234,10 @@ class Trainer:
     def _allreduce_grads(self):
         if self._kvstore is None:
             return
+        if "dist" in self._kvstore.type and not self._update_on_kvstore:    # one pushpull: bucketed over ranks
+            live = [i for i, param in enumerate(self._params) if param.grad_req != "null"]
+            self._kvstore.pushpull(live, [self._params[i].list_grad() for i in live])
+            return
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
@@ -288,14 +301,17 @@ class Trainer:
         if not ignore_stale_grad:
             self._stale_check(targets)
         if self._kvstore is not None and self._update_on_kvstore:
-            for i, param, datas, grads in targets:
-                if ignore_stale_grad and not any(d._fresh_grad for d in datas):
-                    continue
-                self._kvstore.push(i, grads)
-                if param._stype == "default":      # a sparse weight's rows are pulled by row_sparse_data
-                    self._kvstore.pull(i, out=datas)
-                for d in datas:
-                    d._fresh_grad = False
+            # every key in one push and one pull (a dist store sums them in buckets)
+            pushes = [(i, grads, datas, param._stype == "default") for i, param, datas, grads in targets
+                      if not ignore_stale_grad or any(d._fresh_grad for d in datas)]
+            if pushes:
+                self._kvstore.push([i for i, *_ in pushes], [grads for _, grads, *_ in pushes])
+                pulls = [(i, datas) for i, _, datas, dense in pushes if dense]    # sparse rows: row_sparse_data
+                if pulls:
+                    self._kvstore.pull([i for i, _ in pulls], out=[datas for _, datas in pulls])
+                for _, _, datas, _ in pushes:
+                    for d in datas:
+                        d._fresh_grad = False
             return
         updates = [[] for _ in self._updaters]
         for i, _, datas, grads in targets:

@@ -8,6 +8,10 @@
 runs in its own session (process group): on timeout the whole group (mpiexec, hydra's proxy, every rank) is killed
 and the test fails with what the ranks printed. The ranks import this checkout's mixnet (PYTHONPATH), run with one
 BLAS/OpenMP thread and MIXNET_NUMBA=0 (Numba's start-up is not what these tests check) unless `env` says otherwise.
+
+mpiexec (MPICH's hydra) interleaves the ranks' output, often inside a line (one rank's text, another's, then both
+newlines), even with whole-line flushed writes: ranks write what a test checks to files (pass tmp_path in `args`),
+and stdout/stderr serve as diagnostics or for substring checks where one rank writes.
 """
 import os
 import shutil
@@ -28,8 +32,8 @@ DEFAULT_ENV = {
     "OMP_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
-    "PYTHONUNBUFFERED": "1",
 }
+
 
 
 def mpiexec_path():

@@ -7,13 +7,13 @@ SCRIPT = """
 import sys
 from mixnet.distributed import world
 w = world()
-print(f"rank {w.rank} of {w.size} local {w.local_rank} marker {sys.argv[1]}")
+with open(f"{sys.argv[1]}/rank{w.rank}", "w") as f:
+    f.write(f"{w.rank} {w.size} {w.local_rank} {sys.argv[2]}")
 """
 
 
-def test_two_ranks_start_and_exit():
+def test_two_ranks_start_and_exit(tmp_path):
     marker = f"mpirun-{uuid.uuid4().hex}"
-    proc = run(SCRIPT, 2, args=[marker], timeout=60, check=True)
-    lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("rank"))
-    assert lines == [f"rank 0 of 2 local 0 marker {marker}", f"rank 1 of 2 local 1 marker {marker}"]
+    run(SCRIPT, 2, args=[tmp_path, marker], timeout=60, check=True)
+    assert [(tmp_path / f"rank{r}").read_text() for r in range(2)] == [f"0 2 0 {marker}", f"1 2 1 {marker}"]
     assert leftovers(marker) == []
