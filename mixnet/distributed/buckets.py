@@ -1,6 +1,6 @@
-"""Allreduce of many arrays in few collectives: small arrays are packed into flat, size-capped buckets (one
-in-place Allreduce per bucket), large ones are reduced where they lie. Used by the Horovod API (mixnet.horovod) and
-meant for every other caller that reduces a model's gradients (the dist KVStore).
+"""In-place allreduce of many numpy arrays or NDArrays, over Comm.allreduce_grouped (the one bucketing: flat,
+size-capped buckets, one in-place Allreduce each). Used by the Horovod API (mixnet.horovod); the dist KVStore calls
+allreduce_grouped itself (it keeps the pushed arrays unchanged).
 
     from mixnet.distributed.buckets import allreduce_many_, allreduce_ndarrays_
     allreduce_many_([np_a, np_b, ...])                   # numpy arrays, summed over ranks in place
@@ -14,59 +14,27 @@ import numpy as np
 
 from .comm import DistError, world
 
-__all__ = ["BUCKET_BYTES", "allreduce_many_", "allreduce_ndarrays_", "host_buffer", "write_back"]
-
-# One collective per ~4 MB: large enough that MPI's per-call latency (tens of microseconds) is amortized, small
-# enough that the packing copies stay in cache-sized pieces and the buckets need little extra memory.
-BUCKET_BYTES = 4 << 20
+__all__ = ["allreduce_many_", "allreduce_ndarrays_", "host_buffer", "write_back"]
 
 
-def allreduce_many_(bufs, comm=None, bucket_bytes=BUCKET_BYTES, what="allreduce"):
-    """Sums each numpy array of `bufs` over all ranks, in place. Arrays of at least `bucket_bytes` go to MPI
-    directly; the others are packed by dtype into flat buckets of at most `bucket_bytes`. Returns bufs."""
+def allreduce_many_(bufs, comm=None, bucket_bytes=None, what="allreduce"):
+    """Sums each numpy array of `bufs` over all ranks, in place, through Comm.allreduce_grouped (flat buckets of
+    at most `bucket_bytes`, default MIXNET_DIST_BUCKET_MB). Returns bufs."""
     comm = comm if comm is not None else world()
     for buf in bufs:
         if not isinstance(buf, np.ndarray) or not buf.flags.c_contiguous or not buf.flags.writeable:
             raise DistError(f"{what}: expected writeable C-contiguous numpy arrays, got {type(buf).__name__}")
     if comm.size == 1:
         return bufs
-    if len(bufs) == 1:                   # the common single-tensor call: no grouping to do
+    if len(bufs) == 1:                   # the common single-tensor call: reduced where it lies, no packing
         comm.allreduce_(bufs[0], what)
         return bufs
-    for group in _buckets(bufs, bucket_bytes):
-        if len(group) == 1:
-            comm.allreduce_(group[0], what)
-            continue
-        flat = np.concatenate([b.reshape(-1) for b in group])
-        comm.allreduce_(flat, what)
-        offset = 0
-        for b in group:
-            b.reshape(-1)[...] = flat[offset:offset + b.size]
-            offset += b.size
+    for buf, total in zip(bufs, comm.allreduce_grouped(bufs, bucket_bytes, what)):
+        np.copyto(buf, total)
     return bufs
 
 
-def _buckets(bufs, bucket_bytes):
-    """Groups of arrays, in order within each dtype: a large array alone, small ones up to bucket_bytes."""
-    open_bucket = {}           # dtype -> [arrays, bytes]
-    groups = []
-    for buf in bufs:
-        if buf.nbytes >= bucket_bytes:
-            groups.append([buf])
-            continue
-        bucket = open_bucket.get(buf.dtype)
-        if bucket is not None and bucket[1] + buf.nbytes > bucket_bytes:
-            groups.append(bucket[0])
-            bucket = None
-        if bucket is None:
-            bucket = open_bucket[buf.dtype] = [[], 0]
-        bucket[0].append(buf)
-        bucket[1] += buf.nbytes
-    groups.extend(bucket[0] for bucket in open_bucket.values() if bucket[0])
-    return groups
-
-
-def allreduce_ndarrays_(arrays, comm=None, scale=1.0, prescale=1.0, bucket_bytes=BUCKET_BYTES,
+def allreduce_ndarrays_(arrays, comm=None, scale=1.0, prescale=1.0, bucket_bytes=None,
                         what="allreduce"):
     """Sums NDArrays over all ranks in place: each becomes `scale * sum over ranks(prescale * array)`. Dense
     arrays only (a row_sparse or csr array raises DistError). Returns arrays."""
