@@ -9,7 +9,7 @@ is a parameter, and the optimizer's gradients are rescaled by 1/batch_size.
 Differences from MXNet 1.9.1: one context per module (MXNet splits a batch over a list of devices; a list of
 more than one context raises MXNetError), no `mx.monitor` (install_monitor raises), and a KVStore object given to
 `init_optimizer` updates the weights in the store (a string kvstore such as 'local' or 'device' means no store,
-as MXNet does for a single device; 'dist_*' stores raise).
+as MXNet does for a single device; a 'dist_*' string creates the MPI store, see docs/distributed.md).
 """
 import logging
 import warnings
@@ -22,6 +22,7 @@ from ..base import MXNetError
 from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
 from ..io import DataDesc
+from .. import kvstore as kvs
 from ..kvstore import KVStore
 from ..model import load_checkpoint
 from .base_module import BaseModule, check_input_names, parse_data_desc
@@ -333,14 +334,19 @@ class Module(BaseModule):
             self._sync_params_from_devices()
         if isinstance(kvstore, KVStore):
             store = kvstore
-        elif kvstore is None or (isinstance(kvstore, str) and "dist" not in kvstore):
+        elif isinstance(kvstore, str) and kvstore.lower().startswith("dist"):
+            store = kvs.create(kvstore)      # over MPI: every worker runs the same update on its own copy
+        elif kvstore is None or isinstance(kvstore, str):
             store = None      # one device: MXNet updates in the module, without a store
         else:
-            raise MXNetError(f"Module.init_optimizer: kvstore {kvstore!r} is not supported (mixnet has no "
-                             "distributed KVStore); use 'local' or a KVStore object")
+            raise MXNetError(f"Module.init_optimizer: kvstore must be a type string or a KVStore, got "
+                             f"{type(kvstore).__name__}")
 
         first = self._data_shapes[0]
-        rescale_grad = 1.0 / first.shape[DataDesc.get_batch_axis(getattr(first, "layout", None))]
+        batch_size = first.shape[DataDesc.get_batch_axis(getattr(first, "layout", None))]
+        if store is not None and "dist" in store.type and "_sync" in store.type:
+            batch_size *= store.num_workers      # MXNet's Module: the gradient is averaged over the global batch
+        rescale_grad = 1.0 / batch_size
         idx2name = dict(enumerate(self._param_names))
         if isinstance(optimizer, str):
             optimizer_params = dict(optimizer_params)
@@ -365,8 +371,10 @@ class Module(BaseModule):
             if self._compression_params:
                 store.set_gradient_compression(self._compression_params)
             store.set_optimizer(optimizer)
-            for name in self._param_names:
-                store.init(name, self._arg_params[name])
+            store.init(list(self._param_names), [self._arg_params[n] for n in self._param_names])
+            if "dist" in store.type:     # every worker starts from rank 0's parameters
+                store.pull(list(self._param_names), out=[self._exec.arg_dict[n] for n in self._param_names])
+                self._params_dirty = True
         else:
             self._updater = opt.get_updater(optimizer)
         self.optimizer_initialized = True
@@ -450,9 +458,10 @@ class Module(BaseModule):
         # grad_dict lists every argument, with None where grad_req is 'null' (fixed parameters), as MXNet's does
         pending = [(i, n) for i, n in enumerate(self._param_names) if grads.get(n) is not None]
         if self._update_on_kvstore:
-            for i, name in pending:
-                self._kvstore.push(name, grads[name], priority=-i)
-                self._kvstore.pull(name, out=self._exec.arg_dict[name], priority=-i)
+            if pending:      # every key in one push and one pull (a dist store sums them in buckets)
+                names = [n for _, n in pending]
+                self._kvstore.push(names, [grads[n] for n in names])
+                self._kvstore.pull(names, out=[self._exec.arg_dict[n] for n in names])
         elif pending:
             self._updater([i for i, _ in pending], [grads[n] for _, n in pending],
                           [self._exec.arg_dict[n] for _, n in pending])
