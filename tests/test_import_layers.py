@@ -8,9 +8,6 @@ KNOWN = {
     # the tape and NDArray: NDArray.attach_grad / backward call autograd, whose sweep makes NDArrays; sparse
     # arrays subclass NDArray, and NDArray.tostype / attach_grad(stype=) make them
     ("mixnet.autograd", "mixnet.ndarray._storage", "mixnet.ndarray.ndarray"),
-    # numba_cpu.render_kernel / compile_kernel also take groups ending in a reduction, whose kernel class
-    # (numba_reduce.ReduceKernel) extends numba_cpu's
-    ("mixnet.codegen.numba_cpu", "mixnet.codegen.numba_reduce"),
     # check mode flattens outputs as hybridize does (cached_graph.flatten); cached_graph runs check mode
     ("mixnet.gluon.cached_graph", "mixnet.gluon.check_mode"),
     # nd.sparse.<op> / sym.sparse.<op> fall back to any mx.nd / mx.sym function (MXNet's storage fallback)
