@@ -8,8 +8,6 @@ KNOWN = {
     # the tape and NDArray: NDArray.attach_grad / backward call autograd, whose sweep makes NDArrays; sparse
     # arrays subclass NDArray, and NDArray.tostype / attach_grad(stype=) make them
     ("mixnet.autograd", "mixnet.ndarray._storage", "mixnet.ndarray.ndarray"),
-    # check mode flattens outputs as hybridize does (cached_graph.flatten); cached_graph runs check mode
-    ("mixnet.gluon.cached_graph", "mixnet.gluon.check_mode"),
     # nd.sparse.<op> / sym.sparse.<op> fall back to any mx.nd / mx.sym function (MXNet's storage fallback)
     ("mixnet.ndarray", "mixnet.ndarray.sparse"),
     ("mixnet.symbol", "mixnet.symbol.sparse"),
