@@ -11,8 +11,6 @@ KNOWN = {
     # nd.sparse.<op> / sym.sparse.<op> fall back to any mx.nd / mx.sym function (MXNet's storage fallback)
     ("mixnet.ndarray", "mixnet.ndarray.sparse"),
     ("mixnet.symbol", "mixnet.symbol.sparse"),
-    # Symbol.bind / eval run the executor and json_io makes subgraph Symbols, while both sit below Symbol
-    ("mixnet.symbol.executor", "mixnet.symbol.json_io", "mixnet.symbol.passes", "mixnet.symbol.symbol"),
 }
 
 
