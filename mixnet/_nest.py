@@ -6,7 +6,17 @@ A structure is "x" for one leaf, None for None, or (kind, parts) for a list or t
 """
 from .base import MXNetError
 
-__all__ = ["flatten", "mxnet_format", "unflatten"]
+__all__ = ["flatten", "leaf_of", "mxnet_format", "unflatten"]
+
+
+def leaf_of(cls):
+    """The `leaf` that takes instances of `cls` as leaves and None as an empty slot (hybridize's arguments and
+    outputs)."""
+    def leaf(x):
+        if x is None:
+            return [], None
+        return ([x], "x") if isinstance(x, cls) else None
+    return leaf
 
 
 def flatten(value, leaf, what, keep_tuples=True):

@@ -1,7 +1,9 @@
 """The import graph of mixnet/, read from the source (AST, nothing imported): its cycles and its function-local
 imports. tests/test_import_layers.py checks it; run it as a script to see it:
 
-    python tests/import_graph.py [repository root]
+    python tests/import_graph.py [repository root] [--list]
+
+--list also prints each function-local import of a mixnet module (module:line -> what it imports).
 
 An edge A -> B means module A imports module B (or a name from it) at module level; a function-local edge is an
 import inside a function or method. Cycles are the strongly connected components with more than one module.
@@ -43,9 +45,10 @@ def _target(mods, module, is_package, node, alias):
     return name if name.startswith("mixnet") and name != module else None
 
 
-def import_graph(root=ROOT):
+def import_graph(root=ROOT, sites=None):
     """({module: modules it imports at module level}, {module: modules it imports inside functions}, and the
-    numbers of import statements inside functions: {"mixnet": of mixnet modules, "third-party": of others})."""
+    numbers of import statements inside functions: {"mixnet": of mixnet modules, "third-party": of others}).
+    A list given as `sites` gets (module, line, sorted targets) of each function-local import of mixnet modules."""
     mods = _modules(root)
     top = {m: set() for m in mods}
     local = {m: set() for m in mods}
@@ -63,6 +66,8 @@ def import_graph(root=ROOT):
                 if in_function:
                     internal = targets or (isinstance(node, ast.ImportFrom) and node.level)
                     n_local["mixnet" if internal else "third-party"] += 1
+                    if internal and sites is not None:
+                        sites.append((module, node.lineno, sorted(targets)))
             in_function = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             pending.extend((child, in_function) for child in ast.iter_child_nodes(node))
     return top, local, n_local
@@ -109,8 +114,9 @@ def cycles(edges):
     return sorted(found)
 
 
-def main(root):
-    top, local, n_local = import_graph(root)
+def main(root, listing=False):
+    sites = []
+    top, local, n_local = import_graph(root, sites)
     both = {m: top[m] | local[m] for m in top}
     module_level, with_local = cycles(top), cycles(both)
     print(f"modules {len(top)}, function-local imports {sum(n_local.values())} "
@@ -123,5 +129,12 @@ def main(root):
         print(f"   {len(c)} modules:", ", ".join(c[:12]) + (" ..." if len(c) > 12 else ""))
 
 
+    if listing:
+        print("function-local imports of mixnet modules:")
+        for module, line, targets in sorted(sites):
+            print(f"   {module}:{line} -> {', '.join(targets) or '(relative)'}")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else ROOT)
+    args = [a for a in sys.argv[1:] if a != "--list"]
+    main(args[0] if args else ROOT, "--list" in sys.argv[1:])

@@ -4,7 +4,8 @@ one line per node with a comment naming the op and the user's line, that can be 
 * `ir`         — the fusion IR both backends render: `Group`, `Step`, `inp`, `step`, `group_from_nodes`.
 * `templates`  — the registry's scalar templates, parsed and checked once for both backends.
 * `approx`     — vectorizable float32 approximations of exp, expm1, log, log1p, tanh, sigmoid, erf.
-* `numba_cpu`  — `render_kernel(group)` (readable Python source, one line per node) and `compile_kernel(group)`.
+* `numba_cpu`  — `render_kernel(group)` (readable Python source, one line per node) and `compile_kernel(group)`;
+  `numba_reduce` renders the groups ending in a sum or mean, `numba_common` holds what both share (`Kernel`).
 * `cupy_gpu`   — the same group as CUDA C (`render_kernel(group, layout)`), launched through cupy.
 * `backend`    — `kernel_for(xp, kernel)`: the fused op's kernel for numpy (Numba) or cupy (CUDA).
 * `cache`      — content-hashed kernel files in ~/.cache/mixnet/kernels ($MIXNET_CACHE_DIR) with Numba's cache

@@ -36,7 +36,7 @@ A mean divides the float64 sum, rounded to the kernel dtype, by the count (numpy
 import numpy as np
 
 from . import approx, cache
-from .numba_cpu import Kernel, render_body, render_imports
+from .numba_common import Kernel, render_body, render_imports
 from .safe_text import node_comment
 
 __all__ = ["render_reduce_kernel", "ReduceKernel", "LANES", "FLUSH", "TASKS", "SCRATCH"]

@@ -259,7 +259,7 @@ def _main(argument):
         raise ValueError("precompile: the argument is {'parent': pid, 'jobs': [...]}")
     jobs = [_checked(job) for job in spec["jobs"]]
     threading.Thread(target=_exit_with_parent, args=(spec["parent"],), daemon=True).start()
-    from .numba_cpu import signature                          # imports Numba (~1 s): after the watchdog starts
+    from .numba_common import signature                       # imports Numba (~1 s): after the watchdog starts
     if any("eager" in job for job in jobs) and hasattr(os, "nice"):
         # The parent keeps training on the generic path meanwhile: on a machine with few cores it should not
         # have to share its core with the compiler.

@@ -30,10 +30,7 @@ TRACING = contextvars.ContextVar("mixnet_hybridize_tracing", default=False)
 EAGER = contextvars.ContextVar("mixnet_hybridize_eager", default=False)   # a hybridized ancestor runs eagerly
 
 
-def _array_leaf(x):
-    if x is None:
-        return [], None
-    return ([x], "x") if isinstance(x, NDArray) else None
+_array_leaf = _nest.leaf_of(NDArray)
 
 
 def _symbol_leaf(x):

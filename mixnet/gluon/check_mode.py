@@ -9,10 +9,11 @@ import copy
 
 import numpy as np
 
-from .. import autograd
+from .. import _nest, autograd
 from .. import random as mx_random
 from .._mode import MODE
 from ..base import MXNetError
+from ..ndarray.ndarray import NDArray
 from ..ops import dispatch
 from ..symbol.graph import subgraphs
 
@@ -104,19 +105,22 @@ def _params(block):
 
 
 def _compare_gradients(block, ctx, eager_out, other_out, what):
-    from .cached_graph import flatten
     names, params = _params(block)
     arrays = [p.data(ctx) for p in params]
-    ge, go = _grads(flatten(eager_out)[0], arrays), _grads(flatten(other_out)[0], arrays)
+    ge, go = _grads(_arrays(eager_out), arrays), _grads(_arrays(other_out), arrays)
     for name, a, b in zip(names, ge or [], go or []):
         if not np.allclose(a.asnumpy(), b.asnumpy(), rtol=RTOL, atol=ATOL, equal_nan=True):
             return f"the gradient of parameter {name!r} differs between the eager and the {what} run"
     return None
 
 
+def _arrays(out):
+    """The arrays of a block's output (NDArrays and None in nested lists/tuples, as hybridize flattens it)."""
+    return _nest.flatten(out, _nest.leaf_of(NDArray), "hybridized blocks take NDArrays, None and lists/tuples of them")[0]
+
+
 def _compare_outputs(eager_out, other_out, what):
-    from .cached_graph import flatten
-    for k, (a, b) in enumerate(zip(flatten(eager_out)[0], flatten(other_out)[0])):
+    for k, (a, b) in enumerate(zip(_arrays(eager_out), _arrays(other_out))):
         if not np.allclose(a.asnumpy(), b.asnumpy(), rtol=RTOL, atol=ATOL, equal_nan=True):
             diff = np.nanmax(np.abs(a.asnumpy().astype(np.float64) - b.asnumpy())) if a.size else 0.0
             return f"output {k} of the {what} run differs from the eager one (max |diff| = {diff:.3g})"

@@ -22,6 +22,8 @@ from ..ndarray import ndarray as nd_module
 from ..ndarray.ndarray import NDArray, _wrap
 from ..ops import dispatch, registry
 from ..ops.common import call
+from . import passes
+from .graph import Node
 from .infer import infer_graph, known
 from .._shape_mode import shape_is_unknown
 
@@ -155,9 +157,6 @@ def _view(arr, shape):
 def optimize(symbol):
     """The graph an executor runs: common subexpressions merged (symbol/passes.py), and an output that would
     then repeat an earlier one goes through `_copy`, so every output has its own array (MXNet does the same)."""
-    from . import passes
-    from .graph import Node
-    from .symbol import Symbol
     merged = passes.cse(symbol)
     copy_op = registry.get("_copy")
     heads, seen = [], set()
@@ -167,7 +166,7 @@ def optimize(symbol):
                              node.location), 0
         seen.add((id(node), idx))
         heads.append((node, idx))
-    return Symbol(heads)
+    return type(symbol)(heads)
 
 
 class Executor:
@@ -384,8 +383,7 @@ class Executor:
     # ------------------------------------------------------------------ inspection
     def get_optimized_symbol(self):
         """The Symbol this executor runs (common subexpressions merged unless MXNET_ELIMINATE_COMMON_EXPR=0)."""
-        from .symbol import Symbol
-        return Symbol(self._graph._outputs)
+        return type(self._symbol)(self._graph._outputs)
 
     def _needs_grad(self):
         """{id(node): whether a gradient can flow from the node's outputs to an argument that wants one}: only

@@ -174,8 +174,9 @@ def _upgrade_hidden(attrs):
     return out
 
 
-def graph_from_json(text, source="the JSON text"):
-    """Parses MXNet symbol JSON into a list of head entries ((node, index))."""
+def graph_from_json(text, make_symbol, source="the JSON text"):
+    """Parses MXNet symbol JSON into a list of head entries ((node, index)); `make_symbol(heads)` makes the
+    Symbol of each control-flow subgraph (Symbol is built on this module)."""
     where = f" from {source}"
     if isinstance(text, bytes):
         try:
@@ -193,14 +194,13 @@ def graph_from_json(text, source="the JSON text"):
     if not isinstance(doc, dict):
         _fail(where, "the top level must be an object with 'nodes', 'arg_nodes' and 'heads'")
     try:
-        return _read_graph(doc, _version(doc, where), where, 0)
+        return _read_graph(doc, _version(doc, where), where, 0, make_symbol)
     except RecursionError:   # a last guard: attribute values are parsed recursively too
         _fail(where, "the graph is nested too deeply")
 
 
-def _read_subgraphs(spec, op, name, version, where, depth):
+def _read_subgraphs(spec, op, name, version, where, depth, make_symbol):
     """{attribute name: Symbol} for a control-flow node's "subgraphs" list (documents without "attrs")."""
-    from .symbol import Symbol          # Symbol is built on this module
     keys = [key for key, attr in op.attrs.items() if attr.parse is parse_subgraph]
     docs = spec.get("subgraphs", [])
     label = f"node {short_repr(name)} (op {op.name})"
@@ -213,8 +213,8 @@ def _read_subgraphs(spec, op, name, version, where, depth):
     for key, doc in zip(keys, docs):
         if not isinstance(doc, dict):
             _fail(where, f"{label}: subgraph {key!r} must be an object with 'nodes' and 'heads'")
-        subs[key] = Symbol(_read_graph(doc, version, f"{where}, subgraph {key!r} of node {short_repr(name)}",
-                                       depth + 1))
+        subs[key] = make_symbol(_read_graph(doc, version, f"{where}, subgraph {key!r} of node {short_repr(name)}",
+                                            depth + 1, make_symbol))
     return subs
 
 
@@ -235,7 +235,7 @@ def _attributes(spec, i, label, where):
     return _upgrade_hidden(out)
 
 
-def _read_graph(doc, version, where, depth):
+def _read_graph(doc, version, where, depth, make_symbol):
     """Nodes and heads of one graph document (the file's, or a subgraph's)."""
     for key in ("nodes", "heads"):
         if not isinstance(doc.get(key), list):
@@ -283,7 +283,7 @@ def _read_graph(doc, version, where, depth):
                 _fail(where, f"node {i} ({label}, op {op.name}): unknown attribute {short_repr(key)}="
                              f"{short_repr(value)} (known: {', '.join(op.attrs) or 'none'})")
             given[key] = value
-        given.update(_read_subgraphs(spec, op, name, version, where, depth))
+        given.update(_read_subgraphs(spec, op, name, version, where, depth, make_symbol))
         if version < 905 and op.name in ("argmax", "argmin") and given.get("axis") == "-1":
             given.pop("axis")                              # §3.8 rule 4
         try:

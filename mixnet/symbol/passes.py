@@ -11,7 +11,6 @@ import numpy as np
 
 from ..base import MXNetError
 from .graph import graph_types, rewrite, topo_order
-from .symbol import Symbol
 
 
 def verify(symbol):
@@ -37,7 +36,7 @@ def verify(symbol):
         if not node.op.variadic and len(node.inputs) != len(node.input_names()):
             raise MXNetError(f"verify: {where} ({node.op.name}) has {len(node.inputs)} inputs, expected "
                              f"{len(node.input_names())} ({', '.join(node.input_names())})")
-    return Symbol(symbol._outputs)
+    return type(symbol)(symbol._outputs)
 
 
 def _attr_key(attrs):
@@ -71,7 +70,7 @@ def cse(symbol):
             seen[key] = node.clone(inputs)
         return seen[key]
 
-    return Symbol(rewrite(symbol._outputs, merge))
+    return type(symbol)(rewrite(symbol._outputs, merge))
 
 
 def drop_identity_reshapes(symbol, eshape=None, edtype=None):
@@ -92,4 +91,4 @@ def drop_identity_reshapes(symbol, eshape=None, edtype=None):
             return [inputs[0]]
         return None
 
-    return Symbol(rewrite(symbol._outputs, drop))
+    return type(symbol)(rewrite(symbol._outputs, drop))

@@ -604,7 +604,7 @@ def Group(symbols):
 
 def load_json(json_str):
     """A Symbol from MXNet JSON text (any MXNet version's files; corrupt input raises MXNetError)."""
-    return Symbol(graph_from_json(json_str))
+    return Symbol(graph_from_json(json_str, Symbol))
 
 
 fromjson = load_json
@@ -617,4 +617,4 @@ def load(fname):
             data = f.read()
     except OSError as err:
         raise MXNetError(f"cannot read symbol file {fname!r}: {err}") from None
-    return Symbol(graph_from_json(data, source=repr(str(fname))))
+    return Symbol(graph_from_json(data, Symbol, source=repr(str(fname))))
