@@ -92,6 +92,20 @@ def serve_worker(step, sync=None, warmup=3):
         print(json.dumps(time_steps(step, int(line), sync)), flush=True)
 
 
+def settle(*blocks):
+    """On mixnet, waits until what compiles or loads in the background is in (the eager Numba loops, and the fused
+    kernels of the blocks' training plans), so the steps timed next are the steady state."""
+    fastpath = sys.modules.get("mixnet.ops._fastpath")
+    if fastpath is not None and hasattr(fastpath, "wait_compiled"):
+        fastpath.wait_compiled()
+    for block in blocks:
+        for graph in getattr(block, "_cached_graphs", {}).values():
+            for plan in list(getattr(graph, "_training", {}).values()):
+                for part in (plan.forward, plan.backward):
+                    if part is not None:
+                        part.wait_fused()
+
+
 def interleave(runners, rounds, steps):
     results = {r.name: [] for r in runners}
     loads = []

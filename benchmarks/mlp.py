@@ -21,7 +21,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _common import (MXNET_PYTHON, InProcess, Worker, interleave, report, serve_worker,  # noqa: E402
+from _common import (MXNET_PYTHON, InProcess, Worker, interleave, report, serve_worker, settle,  # noqa: E402
                      set_threads_from_argv, skipped, torch_python)
 
 THREADS = set_threads_from_argv()
@@ -46,15 +46,7 @@ def hybridize_and_settle(net, loss_fn, step, hybrid, static_alloc=False):
         loss_fn.hybridize(static_alloc=static_alloc)
     step()
     step()
-    fastpath = sys.modules.get("mixnet.ops._fastpath")
-    if fastpath is not None and hasattr(fastpath, "wait_compiled"):
-        fastpath.wait_compiled()
-    for block in (net, loss_fn):
-        for graph in getattr(block, "_cached_graphs", {}).values():
-            for plan in list(getattr(graph, "_training", {}).values()):
-                for part in (plan.forward, plan.backward):
-                    if part is not None:
-                        part.wait_fused()
+    settle(net, loss_fn)
 
 
 def gluon_step(mx, batch, hybrid=False, static_alloc=False):

@@ -27,8 +27,10 @@ shapes, for an exact first step). Each step pushes every gradient in one
 call. MXNet's batch_size semantics: gradients are summed over the workers and divided by the batch_size given to
 step(), so N workers each calling step(b) on their own b examples make exactly the update of one process summing
 the loss over all N*b examples and calling step(b); pass step(N * b) for the mean over the global batch. The
-default is update_on_kvstore=True (MXNet's for dist stores): the store's updater runs on every rank.
-update_on_kvstore=False also works (allreduce_grads() then update(), e.g. to clip the summed gradients).
+default is update_on_kvstore=False (MXNet's is True, for its servers): every worker holds the whole model, so the
+Trainer allreduces the gradients in place (pushpull; no copy when the optimizer has packed them into one buffer)
+and runs its own updater, with the same values and optimizer states as an update in the store, which
+update_on_kvstore=True still gives. allreduce_grads() then update() work too (e.g. to clip the summed gradients).
 
 Not available over MPI, each with a DistError saying so: 'dist_async' (asynchronous parameter-server updates have
 no counterpart in collectives: use 'dist_sync'), gradient compression ('2bit', '1bit'), row_sparse values.
@@ -164,9 +166,64 @@ class DistKVStore(KVStore):
             for k, g, stored in zip(keys, grads, stores):
                 self._updater(k, g, stored)
 
+    def pushpull(self, key, value, out=None, priority=0):
+        """push then pull. In place (out None or the values themselves, no updater, one host array per key) the
+        values are summed where they lie (sum_in_place) and copied into the store."""
+        pairs = _key_value_pairs(key, value)
+        in_place = out is None or out is value or (
+            isinstance(out, (list, tuple)) and isinstance(value, (list, tuple)) and len(out) == len(value)
+            and all(o is v for o, v in zip(out, value)))
+        arrays = self._in_place_arrays(pairs) if in_place and self._updater is None else None
+        if arrays is None:
+            return super().pushpull(key, value, out, priority)
+        keys = [k for k, _ in pairs]
+        self.sum_in_place(keys, arrays)
+        for k, a in zip(keys, arrays):
+            stored = self._store[k]
+            np.copyto(stored._data, a._data)
+            stored._bump_version()
+
+    def _in_place_arrays(self, pairs):
+        """The one host NDArray of each key, when every key has exactly one and its stored value is on the host
+        too; else None."""
+        arrays = []
+        for k, values in pairs:
+            if len(values) != 1 or not isinstance(values[0], NDArray) or not isinstance(values[0]._data, np.ndarray) \
+                    or not isinstance(self._stored(k)._data, np.ndarray):
+                return None
+            arrays.append(_dense(k, values[0], "pushpull"))
+        return arrays
+
+    def sum_in_place(self, keys, arrays):
+        """Sums each array (one host NDArray per initialized key) over the workers, in place, without storing the
+        sums: gluon.Trainer's gradient allreduce when it updates on the workers. No bucket copies when the arrays
+        lie back to back in one buffer (the optimizer's packed gradients: Comm.allreduce_inplace_). A NaN or inf
+        raises the same DistError on every rank, naming the key and the ranks whose own value held it."""
+        for k, a in zip(keys, arrays):
+            stored = self._stored(k)
+            if a.shape != stored.shape:
+                raise MXNetError(f"KVStore.pushpull: {self._describe(k)} was initialized with shape {stored.shape}, "
+                                 f"pushed with shape {a.shape}")
+        self._comm.check_same([[k, a._data.dtype.str] for k, a in zip(keys, arrays)],
+                              "KVStore.pushpull (keys and dtypes)")
+        datas = [a._data for a in arrays]
+        # this rank's own non-finite values, known before the sum overwrites them (one pass)
+        mine = [k for k, d in zip(keys, datas) if d.dtype.kind in "fc" and not np.isfinite(d.sum())
+                and not np.isfinite(d).all()]
+        nonfinite = self._comm.allreduce_inplace_(datas, what="KVStore.pushpull", check_finite=True)
+        for a in arrays:
+            a._bump_version()
+        if nonfinite:
+            self._raise_nonfinite([keys[i] for i in nonfinite], mine)
+
     def _report_nonfinite(self, keys, local_values):
         """Every rank saw the same non-finite sums: find whose own values held the NaN or inf, then raise."""
         mine = [k for k, v in zip(keys, local_values) if v.dtype.kind in "fc" and not np.isfinite(v).all()]
+        self._raise_nonfinite(keys, mine)
+
+    def _raise_nonfinite(self, keys, mine):
+        """keys: those whose sum is not finite (the same on every rank); mine: those whose value on this rank
+        was not finite. Gathers who held what and raises the same DistError on every rank."""
         everyone = self._comm.allgather_json(mine, "KVStore.push (non-finite report)")
         culprits = {}
         for rank, ks in enumerate(everyone):

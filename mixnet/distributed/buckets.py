@@ -1,4 +1,4 @@
-"""In-place allreduce of many numpy arrays or NDArrays, over Comm.allreduce_grouped (the one bucketing: flat,
+"""In-place allreduce of many numpy arrays or NDArrays, over Comm.allreduce_inplace_ (the one bucketing: flat,
 size-capped buckets, one in-place Allreduce each). Used by the Horovod API (mixnet.horovod); the dist KVStore calls
 allreduce_grouped itself (it keeps the pushed arrays unchanged).
 
@@ -18,8 +18,9 @@ __all__ = ["allreduce_many_", "allreduce_ndarrays_", "host_buffer", "write_back"
 
 
 def allreduce_many_(bufs, comm=None, bucket_bytes=None, what="allreduce"):
-    """Sums each numpy array of `bufs` over all ranks, in place, through Comm.allreduce_grouped (flat buckets of
-    at most `bucket_bytes`, default MIXNET_DIST_BUCKET_MB). Returns bufs."""
+    """Sums each numpy array of `bufs` over all ranks, in place (Comm.allreduce_inplace_: where they lie when they
+    are back to back in one buffer, else through flat buckets of at most `bucket_bytes`, default
+    MIXNET_DIST_BUCKET_MB). Returns bufs."""
     comm = comm if comm is not None else world()
     for buf in bufs:
         if not isinstance(buf, np.ndarray) or not buf.flags.c_contiguous or not buf.flags.writeable:
@@ -29,8 +30,7 @@ def allreduce_many_(bufs, comm=None, bucket_bytes=None, what="allreduce"):
     if len(bufs) == 1:                   # the common single-tensor call: reduced where it lies, no packing
         comm.allreduce_(bufs[0], what)
         return bufs
-    for buf, total in zip(bufs, comm.allreduce_grouped(bufs, bucket_bytes, what)):
-        np.copyto(buf, total)
+    comm.allreduce_inplace_(bufs, bucket_bytes, what)
     return bufs
 
 

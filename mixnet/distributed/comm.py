@@ -242,6 +242,29 @@ class Comm:
                 out[i] = a.copy()
         return (out, sorted(nonfinite)) if check_finite else out
 
+    def allreduce_inplace_(self, arrays, bucket_bytes=None, what="allreduce", check_finite=False):
+        """Sums every numpy array of the list over all ranks, in place (same shapes, dtypes and order on every
+        rank). Arrays that lie back to back in one buffer (a model's gradients once an optimizer has packed them
+        into its flat buffer, optimizer/_multi_tensor.py) are reduced where they lie, in slices of at most
+        bucket_bytes: no copy at all. Others go through allreduce_grouped's buckets and are copied back.
+        check_finite: returns the indices of the arrays whose sum holds a NaN or inf (as allreduce_grouped)."""
+        if bucket_bytes is None:
+            bucket_bytes = int(config.DIST_BUCKET_MB * 2 ** 20)
+        span = _adjacent_span(arrays)
+        if span is None:
+            result = self.allreduce_grouped(arrays, bucket_bytes, what, check_finite)
+            sums = result[0] if check_finite else result
+            for a, total in zip(arrays, sums):
+                np.copyto(a, total)
+            return result[1] if check_finite else None
+        step = max(1, bucket_bytes // span.itemsize)
+        for ordinal, start in enumerate(range(0, span.size, step)):
+            self.allreduce_(span[start:start + step], f"{what} (slice {ordinal}: {min(step, span.size - start)} "
+                                                      f"values of {len(arrays)} arrays)")
+        if not check_finite or span.dtype.kind not in "fc" or np.isfinite(span.sum()):
+            return [] if check_finite else None
+        return [i for i, a in enumerate(arrays) if not np.isfinite(a).all()]
+
     def check_same(self, obj, what):
         """Raises DistError on every rank unless every rank passed an equal JSON value: one small allreduce of a
         hash h and h*h (equal sums of h and h*h over n ranks mean every h is equal), then, only on a mismatch, an
@@ -308,6 +331,26 @@ def _plan_buckets(arrays, bucket_bytes):
             size += nbytes
         plan.append((dtype, current))
     return plan
+
+
+def _adjacent_span(arrays):
+    """The 1-d array covering `arrays` when they are C-contiguous numpy arrays of one dtype lying back to back, in
+    order, in one buffer (with nothing between them), else None."""
+    if not arrays or not all(isinstance(a, np.ndarray) and a.flags.c_contiguous and a.flags.writeable
+                             for a in arrays):
+        return None
+    first, dtype = arrays[0], arrays[0].dtype
+    base = first.base if first.base is not None else first
+    if not isinstance(base, np.ndarray) or base.ndim != 1 or not base.flags.c_contiguous or base.dtype != dtype:
+        return None
+    address = first.__array_interface__["data"][0]
+    for a in arrays:
+        if a.dtype != dtype or (a.base if a.base is not None else a) is not base \
+                or a.__array_interface__["data"][0] != address:
+            return None
+        address += a.nbytes
+    start = (first.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // dtype.itemsize
+    return base[start:start + sum(a.size for a in arrays)]
 
 
 def _short(value, limit=300):

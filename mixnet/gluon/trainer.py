@@ -131,10 +131,15 @@ class Trainer:
         elif kvstore is None or kvstore is False or len(self._contexts) == 1:
             kv = None
             if isinstance(kvstore, str) and kvstore.startswith("dist"):
-                kv = kvs.create(kvstore)      # raises: not supported in one process
+                kv = kvs.create(kvstore)      # over MPI (a DistError outside an MPI launcher)
         else:
             kv = kvs.create(kvstore)
         default_update = not self._contains_sparse_grad    # sparse gradients: updated on the devices
+        if kv is not None and "dist" in kv.type:
+            # MXNet updates on its parameter servers; over MPI every worker holds the whole model, so the update
+            # runs on the worker after an in-place allreduce of the gradients (the same values and states, with
+            # two copies of the model fewer per step). update_on_kvstore=True still runs it in the store.
+            default_update = False
         self._finish_kvstore(kv, default_update if update_on_kvstore is None else bool(update_on_kvstore),
                              update_on_kvstore)
 
@@ -236,7 +241,13 @@ class Trainer:
             return
         if "dist" in self._kvstore.type and not self._update_on_kvstore:    # one pushpull: bucketed over ranks
             live = [i for i, param in enumerate(self._params) if param.grad_req != "null"]
-            self._kvstore.pushpull(live, [self._params[i].list_grad() for i in live])
+            grads = [self._params[i].list_grad() for i in live]
+            find = getattr(self._kvstore, "_in_place_arrays", None)      # mixnet's DistKVStore
+            in_place = find(list(zip(live, grads))) if find is not None else None
+            if in_place is not None:        # one host context: summed where they lie, the store left alone
+                self._kvstore.sum_in_place(live, in_place)
+            else:
+                self._kvstore.pushpull(live, grads)
             return
         for i, param in enumerate(self._params):
             if param.grad_req == "null":

@@ -16,7 +16,7 @@ from ..gluon.trainer import Trainer
 from ..ndarray.ndarray import NDArray
 from ..optimizer import Optimizer
 from .compression import Compression
-from .mpi_ops import Average, _allreduce_many_, _check_process_set, _comm, broadcast_, global_process_set, size
+from .mpi_ops import Average, Sum, _allreduce_many_, _check_process_set, _comm, broadcast_, global_process_set, size
 
 __all__ = ["DistributedOptimizer", "DistributedTrainer", "broadcast_parameters"]
 
@@ -86,8 +86,10 @@ class DistributedOptimizer(Optimizer):
 
 
 class DistributedTrainer(Trainer):
-    """A gluon.Trainer (no KVStore) whose step() averages every gradient over all ranks, in flat buckets, before
-    the update. Gradients of a parameter on several contexts of one process are summed over them first.
+    """A gluon.Trainer (no KVStore) whose step() averages every gradient over all ranks before the update, as
+    Horovod's does: the gradients are summed over the ranks in place, in flat buckets (so after step() a
+    parameter's .grad holds that sum), and the 1 / size is part of the rescale factor. Gradients of a parameter on
+    several contexts of one process are summed over them first.
 
         trainer = hvd.DistributedTrainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
         ...
@@ -107,6 +109,9 @@ class DistributedTrainer(Trainer):
         if prefix is not None and not isinstance(prefix, str):
             raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
         super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
+        # Horovod's way to average: the gradients are summed over the ranks and the 1 / size goes into the scale
+        # step() divides by the batch size (one pass over the gradients fewer than averaging them in the allreduce)
+        self._scale /= size()
         self._compression = compression
         self._prescale, self._postscale = _scales(gradient_predivide_factor)
 
@@ -119,7 +124,7 @@ class DistributedTrainer(Trainer):
                 per_ctx[0]._bump_version()
         if size() > 1:
             packed = [self._compression.compress(per_ctx[0]) for per_ctx in grads]
-            _allreduce_many_([t for t, _ in packed], Average, self._prescale, self._postscale,
+            _allreduce_many_([t for t, _ in packed], Sum, self._prescale, self._postscale,
                              "DistributedTrainer gradients")
             if self._compression is not Compression.none:
                 for per_ctx, (t, ctx) in zip(grads, packed):
