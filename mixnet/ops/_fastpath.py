@@ -12,8 +12,8 @@
   not in Numba's on-disk cache yet keeps the generic path while one child process compiles them into that cache
   (codegen/precompile.py: one compiling child at a time per kernel cache directory, across processes, for these
   and the fused kernels; it ends when this process does). Once a dtype's loops are in the cache, a background
-  thread imports the modules and loads their machine code from that cache (about a second once: Numba's import
-  and compiler start-up), so that no call waits for it (the first hybridized MLP call would otherwise take ~1 s); calls keep the generic
+  thread imports the modules and loads their machine code (~0.5 s once: Numba's import and the cache loads,
+  which skip Numba's compiler: codegen/numba_load.py), so that no call waits for it (the first hybridized MLP call would otherwise take ~1 s); calls keep the generic
   path until it is done. With MIXNET_COMPILE_BACKGROUND=0 the module
   is imported on first use and the loops compile on their first call, as Numba does by default.
   `wait_compiled()` blocks until the child and the loading are done (benchmarks, tests).
@@ -94,23 +94,31 @@ def _start_loading():
 
 
 def _load(dtypes):
-    """Imports the loop modules and warms up `dtypes`' loops (their machine code comes from Numba's cache through
-    Numba's own loading: codegen/numba_load.py's lighter loader made these loops 7-15% slower in the RNN
-    benchmarks, cause not found), then publishes the module."""
+    """Imports the loop modules and loads the cached machine code of `dtypes`' loops (their warm-up calls find
+    everything in Numba's cache), then publishes the module."""
     global _module
-    from ..codegen import precompile
+    from ..codegen import numba_load, precompile
     import importlib
     precompile.drop_stale_eager_cache()
     from . import _numba_kernels
     try:
         for name in precompile.EAGER_MODULES:
             module = importlib.import_module(f".{name}", __package__)
+            for loop in module.loops():       # the cached machine code, without starting Numba's compiler
+                numba_load.load_cached(loop, select=lambda sig: _for_dtypes(sig, dtypes))
             for dtype in dtypes:
                 if precompile.eager_is_cached(dtype):
                     module.warm_up(dtype)
     except Exception:         # noqa: BLE001 - a loop that fails to load here compiles on its first call instead
         pass
     _module = _numba_kernels
+
+
+def _for_dtypes(signature, dtypes):
+    """Whether a loop's Numba signature may serve one of `dtypes`: it has a float of one of them (a float32 loop
+    may take float64 scalars or coefficients: warm_up) or no float at all."""
+    floats = {str(getattr(t, "dtype", t)) for t in signature} & {"float32", "float64"}
+    return not floats or bool(floats & set(dtypes))
 
 
 def _collect():
