@@ -45,7 +45,7 @@ from .symbol.recorded import get_symbol as _get_symbol  # noqa: E402
 from .rnn.rnn_cell import FusedRNN as _FusedRNN  # noqa: E402
 from .ndarray import random as _nd_random  # noqa: E402
 
-ndarray.CachedOp = ndarray.op.CachedOp = _CachedOp               # mx.nd.CachedOp runs a Symbol through Gluon
+ndarray.CachedOp = ndarray._namespace.CachedOp = ndarray.op.CachedOp = _CachedOp  # runs a Symbol through Gluon
 autograd.get_symbol = _get_symbol                                # the recorded tape as a Symbol (the graph layer)
 initializer.FusedRNN = _FusedRNN                                 # unpacks mx.rnn.FusedRNNCell's fused weights
 vars(random).update({attr: value for attr, value in vars(_nd_random).items()       # mx.random.uniform & co.

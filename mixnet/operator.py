@@ -529,8 +529,8 @@ def _install():
     # mx.nd / mx.sym are built from the registry before this module registers Custom: add their functions here.
     from . import ndarray, symbol
     nd_custom.__name__ = sym_custom.__name__ = "Custom"
-    ndarray.Custom = ndarray.op.Custom = nd_custom
-    symbol.Custom = symbol.op.Custom = sym_custom
+    ndarray.Custom = ndarray._namespace.Custom = ndarray.op.Custom = nd_custom
+    symbol.Custom = symbol._namespace.Custom = symbol.op.Custom = sym_custom
 
 
 _install()

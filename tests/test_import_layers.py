@@ -8,11 +8,6 @@ ALLOWED = {
     # the core: NDArray.attach_grad / backward call autograd, whose sweep makes NDArrays; sparse arrays subclass
     # NDArray, and NDArray.tostype / attach_grad(stype=) make them
     ("mixnet.autograd", "mixnet.ndarray._storage", "mixnet.ndarray.ndarray"),
-    # namespace views of their package: nd.sparse.<op> / sym.sparse.<op> fall back to whatever mx.nd / mx.sym
-    # holds (MXNet's storage fallback), looked up in the package at call time; the package imports them to show
-    # them as mx.nd.sparse / mx.sym.sparse
-    ("mixnet.ndarray", "mixnet.ndarray.sparse"),
-    ("mixnet.symbol", "mixnet.symbol.sparse"),
 }
 
 

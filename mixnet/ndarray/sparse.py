@@ -9,7 +9,7 @@ from ..base import MXNetError
 from ..context import current_context
 from ._storage import (BaseSparseNDArray, CSRNDArray, RowSparseNDArray, check_stype, csr as _csr,  # noqa: F401
                        retain, row_sparse as _row_sparse, zeros as _zeros)
-from . import op as _op
+from . import _namespace, op as _op
 from .ndarray import NDArray, array as _dense_array
 
 __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix", "row_sparse_array", "zeros",
@@ -124,8 +124,8 @@ def dot(lhs, rhs, transpose_a=False, transpose_b=False, forward_stype=None):
 
 
 def __getattr__(name):
-    """The other ops: the dense `mx.nd` op of that name (MXNet's storage fallback)."""
-    from .. import ndarray as _nd       # any mx.nd function (nd.sparse.add too): the package is built above this
-    if name.startswith("__") or not hasattr(_nd, name):
+    """The other ops: the dense `mx.nd` op of that name (MXNet's storage fallback). `_namespace` holds all of
+    `mx.nd` but this module, looked up at call time (so `Custom` / `CachedOp`, set on both from above, too)."""
+    if name.startswith("__") or not hasattr(_namespace, name):
         raise AttributeError(f"module 'mixnet.ndarray.sparse' has no attribute {name!r}")
-    return getattr(_nd, name)
+    return getattr(_namespace, name)

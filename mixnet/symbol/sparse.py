@@ -3,8 +3,10 @@ Symbol carries no storage type of its own (only variables' `stype` attribute), a
 the dense arrays sparse ones stand for, so each name here is the `mx.sym` op of the same name."""
 
 
+from . import _namespace   # all of `mx.sym` but this module (`Custom`, set from above, too)
+
+
 def __getattr__(name):
-    from .. import symbol as _sym
-    if name.startswith("__") or not hasattr(_sym, name):
+    if name.startswith("__") or not hasattr(_namespace, name):
         raise AttributeError(f"module 'mixnet.symbol.sparse' has no attribute {name!r}")
-    return getattr(_sym, name)
+    return getattr(_namespace, name)
