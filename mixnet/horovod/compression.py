@@ -1,19 +1,24 @@
 """Gradient compression for the allreduce (Horovod's `hvd.Compression.none` / `hvd.Compression.fp16`)."""
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 __all__ = ["Compression", "Compressor", "NoneCompressor", "FP16Compressor"]
 
 
-class Compressor:
-    """compress(tensor) -> (tensor to reduce, context for decompress); decompress(tensor, ctx) -> tensor."""
+class Compressor(ABC):
+    """The interface (Horovod's): compress(tensor) -> (tensor to reduce, context for decompress);
+    decompress(tensor, ctx) -> tensor. Subclass it for a compression of your own."""
 
     @staticmethod
+    @abstractmethod
     def compress(tensor):
-        raise NotImplementedError
+        """(the tensor to reduce, the context decompress needs)"""
 
     @staticmethod
+    @abstractmethod
     def decompress(tensor, ctx):
-        raise NotImplementedError
+        """the reduced tensor in its original form"""
 
 
 class NoneCompressor(Compressor):
