@@ -10,6 +10,7 @@ import inside a function or method. Cycles are the strongly connected components
 """
 import ast
 import os
+import signal
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -127,8 +128,6 @@ def main(root, listing=False):
     print(f"cycles counting function-local imports too: {len(with_local)}")
     for c in with_local:
         print(f"   {len(c)} modules:", ", ".join(c[:12]) + (" ..." if len(c) > 12 else ""))
-
-
     if listing:
         print("function-local imports of mixnet modules:")
         for module, line, targets in sorted(sites):
@@ -136,5 +135,6 @@ def main(root, listing=False):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)     # `--list | head` stops quietly, as other filters do
     args = [a for a in sys.argv[1:] if a != "--list"]
     main(args[0] if args else ROOT, "--list" in sys.argv[1:])
