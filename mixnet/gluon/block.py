@@ -21,6 +21,8 @@ from ..ndarray import load as nd_load, save as nd_save
 from ..ndarray.ndarray import NDArray
 from . import cached_graph
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, _load_into, select_params
+from .. import symbol
+from .utils import InvalidArgument
 
 __all__ = ["Block", "HybridBlock"]
 
@@ -268,7 +270,6 @@ class Block:
             graph = getattr(block, "_last_graph", None) if getattr(block, "_active", False) else None
             entry = {"orig_name": block.name, "hybridized": graph is not None}    # children traced inline: False
             if graph is not None:
-                from .. import symbol
                 entry["in_format"] = cached_graph.mxnet_format(graph.in_structure)
                 entry["out_format"] = cached_graph.mxnet_format(graph.out_structure)
                 entry["inputs"] = [symbol.var(name).tojson() for name in graph.input_names]
@@ -483,7 +484,6 @@ class HybridBlock(Block):
                 return cached_graph.call_symbolic(self, args, kwargs)
             if not kinds and type(self).forward is HybridBlock.forward:
                 # hybrid_forward needs an array to take its device from (or Symbols to compose on)
-                from .utils import InvalidArgument
                 raise InvalidArgument(f"{type(self).__name__} {self.name!r}: a HybridBlock needs at least one "
                                       "NDArray or Symbol input; got "
                                       f"({', '.join(type(a).__name__ for a in args)})")
@@ -495,7 +495,6 @@ class HybridBlock(Block):
             if not kwargs and args:
                 bad = [a for a in args if not (a is None or isinstance(a, (NDArray, list, tuple)))]
                 if bad:
-                    from .utils import InvalidArgument
                     raise InvalidArgument(f"When hybridized, the input of HybridBlock {self.name!r} must be (nested) "
                                           f"lists of NDArrays (or None), but got {bad[0]!r} of type "
                                           f"{type(bad[0]).__name__} (as in MXNet; call it unhybridized instead)")
@@ -593,7 +592,6 @@ class HybridBlock(Block):
 
     def _graph_param_shapes(self, args):
         """({parameter name: shape inferred from the graph of hybrid_forward}, why not, as text)."""
-        from .. import symbol
         if type(self).forward is not HybridBlock.forward or not all(isinstance(a, NDArray) for a in args):
             return {}, ""
         names = [f"_infer_shape_input{k}" for k in range(len(args))]
@@ -610,13 +608,13 @@ class HybridBlock(Block):
 
     def forward(self, x, *args):
         if cached_graph.TRACING.get():
-            from .. import symbol as F
+            from .. import symbol as F  # local: F is symbol or ndarray, per call
             params = {name: p.var() for name, p in self._reg_params.items()}
             with self._op_names():
                 return self.hybrid_forward(F, x, *args, **params)
         ctx = x.context if isinstance(x, NDArray) else None
         params = {name: p.data(ctx) for name, p in self._reg_params.items()}
-        from .. import ndarray as F
+        from .. import ndarray as F  # local: F is symbol or ndarray, per call
         return self.hybrid_forward(F, x, *args, **params)
 
     def compiled_plans(self):
@@ -627,7 +625,7 @@ class HybridBlock(Block):
         own. Printing the list gives a table. With bucketed batches (FixedBucketSampler + Pad(bucket_keys=...))
         there is one signature per bucket shape used, and every plan shares this block's parameters.
         See docs/bucketing.md."""
-        from .compiled_plans import compiled_plans
+        from .compiled_plans import compiled_plans  # lazy: only for this inspection call
         return compiled_plans(self)
 
     def precompile(self, inputs, dtype="float32", train=True, progress=True, ctx=None):
@@ -646,7 +644,7 @@ class HybridBlock(Block):
         optimizer states and the random generators are left as they are. Parameters with deferred shapes are
         initialized first by one eager call in predict mode on arrays of ones (as the first real call would
         initialize them, without updating BatchNorm's running statistics)."""
-        from .compiled_plans import precompile
+        from .compiled_plans import precompile  # lazy: only for ahead-of-time compiling
         return precompile(self, inputs, dtype=dtype, train=train, progress=progress, ctx=ctx)
 
     def register_op_hook(self, callback, monitor_all=False):

@@ -25,6 +25,10 @@ from ..symbol.contrib import TRACE_SHAPES
 from ..symbol.symbol import TRACE_CONSTANTS
 from . import cached_op
 from .check_mode import checked_call
+from ..symbol import Symbol
+from .. import symbol
+from ..symbol.executor import run_graph
+from .utils import InvalidArgument
 
 TRACING = contextvars.ContextVar("mixnet_hybridize_tracing", default=False)
 EAGER = contextvars.ContextVar("mixnet_hybridize_eager", default=False)   # a hybridized ancestor runs eagerly
@@ -34,7 +38,6 @@ _array_leaf = _nest.leaf_of(NDArray)
 
 
 def _symbol_leaf(x):
-    from ..symbol import Symbol
     if x is None:
         return [], None
     if not isinstance(x, Symbol):
@@ -70,7 +73,6 @@ class CachedGraph:
     (gluon/cached_op.py): one for inference, one per gradient mask for recorded calls, each made on first use."""
 
     def __init__(self, block, args):
-        from .. import symbol
         flat, structure = flatten(args)
         self.in_structure = structure
         input_names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
@@ -207,7 +209,6 @@ class CachedGraph:
     def interpret(self, block, flat, monitor=None):
         """Runs the graph op by op through the dispatch door (each op recorded like eager code): check mode
         and op hooks (monitor(node, inputs, outputs) after each node) observe this run."""
-        from ..symbol.executor import run_graph
         self.calls += 1
         outs = run_graph(self.graph, dict(zip(self.names, self._inputs(flat))), self.ctx, monitor)
         return unflatten(list(outs), self.out_structure)
@@ -224,7 +225,6 @@ def _gradient_mask(inputs):
 def input_kinds(args, kwargs):
     """Which of 'NDArray' and 'Symbol' a call's (nested) arguments hold; raises if they mix both (MXNet's
     ValueError: a block runs either on arrays or symbolically, never both at once)."""
-    from ..symbol import Symbol
     kinds = set()
 
     def visit(x):
@@ -238,7 +238,6 @@ def input_kinds(args, kwargs):
 
     visit(list(args) + list(kwargs.values()))
     if len(kinds) == 2:
-        from .utils import InvalidArgument
         raise InvalidArgument("a HybridBlock's inputs are all Symbols or all NDArrays; got both (mixed NDArray "
                               "and Symbol inputs are not supported, as in MXNet)")
     return kinds
@@ -347,7 +346,6 @@ def _check_argument_structure(block, structure):
         return
     short, long = sorted((stored[1], structure[1]), key=len)
     if len(short) == len(long) or long[:len(short)] != short:
-        from .utils import InvalidArgument
         raise InvalidArgument(f"The argument structure of HybridBlock {block.name!r} does not match the cached "
                               f"version. Stored format = {stored}, input format = {structure}")
 
@@ -357,7 +355,6 @@ def _check_one_device(block, flat):
     devices = {("cpu", a.context.device_id) if a.context.device_type in ("cpu_pinned", "cpu_shared") else
                (a.context.device_type, a.context.device_id) for a in flat}
     if len(devices) > 1:
-        from .utils import InvalidArgument
         raise InvalidArgument(f"HybridBlock {block.name!r}: found multiple contexts in the input "
                               f"({', '.join(str(a.context) for a in flat)}); after hybridize() a block supports "
                               "one input context")

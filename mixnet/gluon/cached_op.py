@@ -67,6 +67,7 @@ from ..symbol import autodiff
 from ..symbol.executor import run_graph
 from ..symbol.graph import Node, rewrite, topo_order
 from ..symbol.symbol import Symbol
+from ..codegen import cache
 
 IDLE_BUFFER_SETS = 8        # planned buffer sets a plan keeps for later calls (more only while more calls run)
 
@@ -112,7 +113,6 @@ class InferencePlan:
         self._current = _Compiled(plan)
         self._fusing = None
         if options.fusion:
-            from ..codegen import cache
             cache.usable_dir()             # checked here, so that a warning about it points at the user's call
             if config.COMPILE_BACKGROUND:
                 self._fusing = threading.Thread(target=self._fuse, args=(base, options, ctx, destinations, True),

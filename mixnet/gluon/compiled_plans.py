@@ -17,6 +17,7 @@ from ..base import MXNetError
 from ..context import current_context
 from ..ndarray.ndarray import NDArray
 from . import cached_graph
+from .. import ndarray as nd
 
 __all__ = ["PlanRecord", "CompiledPlans", "compiled_plans", "precompile"]
 
@@ -116,7 +117,6 @@ def _is_shape(spec):
 def _arguments(spec, dtypes, ctx):
     """A call's positional arguments from a precompile entry: NDArrays as given, shapes as arrays of ones of
     the next dtype (ones: valid token ids and valid lengths should a deferred initialization run them)."""
-    from .. import ndarray as nd
 
     def build(item):
         if item is None or isinstance(item, NDArray):

@@ -74,9 +74,9 @@ class Loss(HybridBlock):
     def forward(self, *args, **kwargs):
         # losses have no parameters, but take keyword inputs (sample_weight), so they pick F themselves
         if cached_graph.TRACING.get():
-            from .. import symbol as F
+            from .. import symbol as F  # local: F is symbol or ndarray, per call
         else:
-            from .. import ndarray as F
+            from .. import ndarray as F  # local: F is symbol or ndarray, per call
         return self.hybrid_forward(F, *args, **kwargs)
 
     def hybrid_forward(self, F, x, *args, **kwargs):

@@ -17,6 +17,7 @@ from ..ndarray import ndarray as nd_module
 from ..ndarray import load as nd_load, save as nd_save, sparse
 from ..ndarray.ndarray import NDArray
 from .cached_graph import TRACING
+from .. import symbol
 
 __all__ = ["DeferredInitializationError", "Parameter", "Constant", "ParameterDict"]
 
@@ -356,7 +357,6 @@ class Parameter:
         several times in one traced graph (a cell unrolled over time steps, `weight.data()` read twice) is ONE
         graph input whose gradient sums over its uses; separate variables of the same name would each get a
         share of the gradient and a subgraph would see non-unique input names."""
-        from .. import symbol
         key = (self.name, self._shape, np.dtype(self.dtype).name, self.lr_mult, self.wd_mult, id(self.init),
                self._stype)
         if self._var is None or self._var_key != key:

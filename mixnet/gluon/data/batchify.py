@@ -13,24 +13,23 @@ import numbers
 import numpy as np
 
 from ...base import MXNetError
+from ...base import dtype_np
+from ...ndarray import NDArray, array
 
 __all__ = ["Stack", "Pad", "Tuple", "List"]
 
 
 def _to_numpy(x):
-    from ...ndarray import NDArray
     if isinstance(x, NDArray):
         return x.asnumpy()
     return np.asarray(x)
 
 
 def _np_dtype(dtype):
-    from ...base import dtype_np
     return None if dtype is None else dtype_np(dtype)
 
 
 def _to_nd(arr, dtype=None):
-    from ...ndarray import array
     arr = np.asarray(arr)
     return array(arr, dtype=dtype if dtype is not None else arr.dtype)
 

@@ -33,6 +33,9 @@ import numpy as np
 
 from ...base import MXNetError
 from . import sampler as _sampler
+from ...ndarray import NDArray, array
+from ... import random as _random
+from ...context import cpu_pinned
 
 __all__ = ["DataLoader", "WorkerDiedError", "default_batchify_fn", "default_mp_batchify_fn"]
 
@@ -41,7 +44,6 @@ def default_batchify_fn(data):
     """MXNet's default batchify: NDArrays are stacked, tuples are batched field by field (returning a list),
     anything else goes through ``numpy.asarray`` and becomes an NDArray of that dtype (so Python ints give
     int64 and Python floats float64, as in MXNet)."""
-    from ...ndarray import NDArray, array
     first = data[0]
     if isinstance(first, NDArray):
         shapes = {d.shape for d in data}
@@ -82,7 +84,6 @@ _PARENT_POLL_S = 0.5           # how often a worker not covered by PR_SET_PDEATH
 def _seed_worker(seed):
     np.random.seed(seed % (2 ** 32))
     try:
-        from ... import random as _random
         _random.seed(seed)
     except Exception:  # noqa: BLE001
         pass
@@ -206,7 +207,6 @@ def _worker_error(result, indices, kind):
 
 
 def _pin(data, ctx):
-    from ...ndarray import NDArray
     if isinstance(data, NDArray):
         return data.as_in_context(ctx)
     if isinstance(data, (list, tuple)):
@@ -537,7 +537,6 @@ class DataLoader:
         self._batchify_fn = batchify_fn if batchify_fn is not None else default_batchify_fn
 
     def _pin_ctx(self):
-        from ...context import cpu_pinned
         return cpu_pinned(self._pin_device_id)
 
     def _start_pool(self):

@@ -2,6 +2,9 @@
 import os
 
 from ...base import MXNetError
+from ...ndarray import NDArray
+from ... import recordio
+from .sampler import FilterSampler
 
 __all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "RecordFileDataset"]
 
@@ -17,7 +20,6 @@ class Dataset:
 
     def filter(self, fn):
         """A dataset of the samples for which fn(sample) is true (evaluated once, now)."""
-        from .sampler import FilterSampler
         return _SampledDataset(self, list(FilterSampler(fn, self)))
 
     def shard(self, num_shards, index):
@@ -121,7 +123,6 @@ class ArrayDataset(Dataset):
     def __init__(self, *args):
         if not args:
             raise MXNetError("ArrayDataset needs at least one array")
-        from ...ndarray import NDArray
         self._length = len(args[0])
         self._data = []
         for i, data in enumerate(args):
@@ -149,7 +150,6 @@ class RecordFileDataset(Dataset):
     """The records of a RecordIO file as raw bytes; the index is ``filename`` with ``.idx`` for ``.rec``."""
 
     def __init__(self, filename):
-        from ... import recordio
         self.idx_file = os.path.splitext(filename)[0] + ".idx"
         self.filename = filename
         self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")

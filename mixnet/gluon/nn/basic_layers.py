@@ -7,6 +7,7 @@ import numpy as np
 from ...base import MXNetError, MXNetWarning
 from .. import cached_graph
 from ..block import Block, HybridBlock
+from ... import ndarray
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Activation", "Dropout", "BatchNorm", "BatchNormReLU", "InstanceNorm", "LayerNorm",
            "GroupNorm", "Embedding", "Flatten", "Lambda", "HybridLambda"]
@@ -280,7 +281,6 @@ class Lambda(Block):
     def __init__(self, function, prefix=None):
         super().__init__(prefix=prefix)
         if isinstance(function, str):
-            from ... import ndarray
             if not hasattr(ndarray, function):
                 raise MXNetError(f"Lambda: mx.nd has no function {function!r}")
             function = getattr(ndarray, function)

@@ -15,6 +15,7 @@ from ...base import MXNetError
 from ... import ndarray as nd_module
 from ...ndarray.ndarray import NDArray
 from ..block import HybridBlock
+from . import rnn_cell
 
 __all__ = ["RNN", "LSTM", "GRU"]
 
@@ -81,7 +82,6 @@ class _RNNLayer(HybridBlock):
         """The same network as a HybridSequentialRNNCell of per-layer cells (BidirectionalCell pairs when
         bidirectional, DropoutCell between layers), sharing this layer's parameters: `l0_i2h_weight` is both
         this layer's and the first cell's."""
-        from . import rnn_cell
         if self._projection_size or any(self._clip[:2]):
             raise MXNetError(f"{type(self).__name__} {self.name!r}: _unfuse supports neither projection_size nor "
                              "state clipping (the cells have no such options)")

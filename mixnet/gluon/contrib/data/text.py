@@ -19,6 +19,7 @@ import numpy as np
 from ....base import MXNetError, data_dir
 from ....contrib import text
 from ...data.dataset import Dataset
+from ....ndarray import array
 
 __all__ = ["WikiText2", "WikiText103"]
 
@@ -75,7 +76,6 @@ class _WikiText(Dataset):
             raise MXNetError(f"{self._name}: cannot unpack {archive!r}: {err}") from None
 
     def _get_data(self):
-        from ....ndarray import array
         path = self._path()
         with open(path, "r", encoding="utf8") as f:
             content = f.read()

@@ -5,6 +5,7 @@ Not provided: SparseEmbedding (use nn.Embedding(sparse_grad=True): the same row_
 """
 from ...block import HybridBlock
 from ...nn import BatchNorm, HybridSequential, Sequential
+from .... import ndarray as F
 
 __all__ = ["Concurrent", "HybridConcurrent", "Identity", "SyncBatchNorm", "PixelShuffle1D", "PixelShuffle2D",
            "PixelShuffle3D"]
@@ -27,7 +28,6 @@ class Concurrent(Sequential):
         self.axis = axis
 
     def forward(self, x):
-        from .... import ndarray as F
         return F.concat(*[block(x) for block in self._children.values()], dim=self.axis)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ....base import MXNetError
 from ..dataset import Dataset
+from ....ndarray import array
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100"]
 
@@ -87,7 +88,6 @@ class _ImageDataset(Dataset):
         return len(self._label)
 
     def _set(self, data, label):
-        from ....ndarray import array
         self._data = array(data, dtype=data.dtype)
         self._label = label.astype(np.int32)
 

@@ -18,6 +18,10 @@ from ... import nn
 from ...block import Block, HybridBlock
 from .... import image
 from ....image.image import random_size_box
+from .... import random as _random
+from ....context import cpu
+from ....ndarray import array
+from .... import ndarray as nd
 
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Rotate", "RandomRotation", "RandomResizedCrop",
            "CropResize", "CenterCrop", "Resize", "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness",
@@ -26,8 +30,6 @@ __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Rotate", "RandomRotation
 
 
 def _rng():
-    from .... import random as _random
-    from ....context import cpu
     return _random._state(cpu())
 
 
@@ -45,7 +47,6 @@ class _NumpyIO:
 
     def __call__(self, x, *args):
         if isinstance(x, np.ndarray):
-            from ....ndarray import array
             out = super().__call__(array(x, dtype=x.dtype), *args)
             return out.asnumpy() if hasattr(out, "asnumpy") else out
         return super().__call__(x, *args)
@@ -228,7 +229,6 @@ class RandomLighting(_NumpyIO, HybridBlock):
 # ------------------------------------------------------------------------------------------ eager transforms
 def _crop_resize(x, box, size, interpolation):
     """Crops box (x0, y0, w, h) of an HWC image or NHWC batch and resizes it to size (w, h) when they differ."""
-    from .... import ndarray as nd
     x0, y0, w, h = box
     out = nd.image.crop(x, x0, y0, w, h)
     if (w, h) != tuple(size):
