@@ -21,6 +21,8 @@ from ..ndarray.ndarray import NDArray
 from ..ops import common
 from ..ops.registry import OpDef
 from .graph import Node, graph_types, raw_from_attrs, topo_order
+from .executor import creation_shapes
+from ..ops.common import call
 
 __all__ = ["gradient", "head_grad_name"]
 
@@ -143,7 +145,6 @@ def _needs_grad(nodes, wrt):
 def exact_types(symbol, shapes, dtypes):
     """Every entry's shape and dtype, from complete input shapes (a 0 is a real size here, not MXNet's
     'unknown'): the registry's inference node by node; creation ops with unknown dims ask the graph's consumers."""
-    from .executor import creation_shapes
     eshape, edtype = {}, {}
     pending = None
     nodes = topo_order(symbol._outputs)
@@ -254,5 +255,4 @@ def gradient(symbol, wrt, is_train, ctx=None):
 
 
 def _zeros_like(x):
-    from ..ops.common import call
     return call("zeros_like", x)

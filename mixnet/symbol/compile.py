@@ -21,6 +21,9 @@ from ..codegen.safe_text import comment_text
 from ..ops import dispatch
 from . import memory
 from .graph import topo_order
+from .. import autograd
+from ..ndarray.ndarray import _wrap
+from .executor import run_graph
 
 __all__ = ["CompiledGraph"]
 
@@ -114,9 +117,6 @@ class CompiledGraph:
 
     def _explain(self, arrays, is_train, err):
         """Re-runs the graph op by op so the error names the node and the user's line."""
-        from .. import autograd
-        from ..ndarray.ndarray import _wrap
-        from .executor import run_graph
         values = {n: _wrap(a.copy(), self.ctx) for n, a in zip(self.input_names, arrays)}
         scope = autograd.train_mode() if is_train else autograd.predict_mode()
         with autograd.pause(train_mode=is_train), scope:

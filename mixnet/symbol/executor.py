@@ -26,6 +26,7 @@ from . import passes
 from .graph import Node
 from .infer import infer_graph, known
 from .._shape_mode import shape_is_unknown
+from .memory import lifetimes, _nbytes
 
 __all__ = ["Executor", "evaluate", "run_graph", "simple_bind"]
 
@@ -400,7 +401,6 @@ class Executor:
     def _allocated_bytes(self):
         """The most bytes of intermediate values live at once in a forward: a value lives until its last reader,
         or to the end when backward needs it (it feeds or comes from a node on a gradient path)."""
-        from .memory import lifetimes, _nbytes
         eshape, edtype = self._infer()
         nodes = self._graph._nodes()
         needs = self._needs_grad()

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .. import config
+from ..codegen.backend import compile_for
 from ..ops import registry
 from .graph import FOLDED, Node, graph_types, rewrite, topo_order
 from .symbol import Symbol
@@ -90,8 +91,8 @@ MIN_FUSED_ROW = 4096
 def _fusible_reduction(output, consumers, heads, eshape, edtype):
     """The node reducing the group's only result `output`, with its ir.Reduction, when it can join the group:
     it is the result's only reader, a sum/mean/_sum_to over all, leading or trailing axes, of the same dtype."""
-    from ..codegen.ir import Reduction
-    from ..codegen.reduction import plan
+    from ..codegen.ir import Reduction  # lazy: codegen loads only when a graph is fused
+    from ..codegen.reduction import plan  # lazy: codegen loads only when a graph is fused
     readers = consumers.get(id(output), ())
     if id(output) in heads or len({id(r) for r in readers}) != 1:
         return None
@@ -125,10 +126,7 @@ def fuse(symbol, shapes=None, dtypes=None, device="cpu", min_size=None, compile_
     candidates = _groups(nodes, fusible, eshape)
     if not any(fusible.values()):
         return symbol, 0
-    from ..codegen.backend import (
-        compile_for,  # the backend loads only when there is work
-    )
-    from ..codegen.ir import group_from_nodes
+    from ..codegen.ir import group_from_nodes  # lazy: codegen loads only when a graph is fused
     consumers = {}
     for node in nodes:
         for src, _ in node.inputs:
@@ -149,7 +147,7 @@ def fuse(symbol, shapes=None, dtypes=None, device="cpu", min_size=None, compile_
         group, externals = group_from_nodes(members, outputs, dtype=edtype[(id(members[0]), 0)].name)
         if reduction is not None:
             reducer, group.reduce = reduction
-            from ..codegen.reduction import FusedReduction
+            from ..codegen.reduction import FusedReduction  # lazy: codegen loads only when a graph is fused
             kernel = FusedReduction(compile_for(device, group, compile_now), eshape[(id(reducer), 0)],
                                     np.prod(eshape[(id(outputs[0]), 0)]))
             members, outputs = members + [reducer], [reducer]

@@ -26,6 +26,8 @@ from ..codegen import backend
 from . import infer
 from .passes import cse
 from .typed import with_types
+from ..compiler import Options, typed_graph
+from ..gluon.cached_op import InferencePlan, TrainingPlan
 
 __all__ = ["BodyPlan", "body_plan"]
 
@@ -37,7 +39,6 @@ class BodyPlan:
     """A body compiled for one signature. names: the body's inputs in the order `run` takes them."""
 
     def __init__(self, body, names, shapes, dtypes, ctx, is_train):
-        from ..compiler import Options, typed_graph
         self.body, self.names, self.ctx, self.is_train = body, list(names), ctx, is_train
         # CSE'd and typed once, for both plans: the training plan differentiates the CSE'd body, so its forward
         # part is not CSE'd again. The types are those the foreach node's inference found for the body, when it
@@ -58,7 +59,6 @@ class BodyPlan:
         if self._inference is None:
             with self._lock:
                 if self._inference is None:
-                    from ..gluon.cached_op import InferencePlan
                     self._inference = InferencePlan(self.graph, self.ctx,
                                                     dataclasses.replace(self._options, static_alloc=True))
         return self._inference
@@ -70,7 +70,6 @@ class BodyPlan:
         if self._training is None:
             with self._lock:
                 if self._training is None:
-                    from ..gluon.cached_op import TrainingPlan
                     mask = [n in self.wrt for n in self.names]
                     self._training = TrainingPlan(self.graph, mask, self.ctx, self.is_train, self._options)
         return self._training

@@ -40,7 +40,7 @@ def constant(value):
     if constants is None:
         raise MXNetError(f"an NDArray cannot be combined with a Symbol outside hybridize() (at {user_location()}); "
                          "make it a variable (mx.sym.var) and bind its value")
-    from ..ndarray.ndarray import array
+    from ..ndarray.ndarray import array  # lazy: the ndarray package imports symbol
     name = name_module.NameManager.current().get(None, "const")
     constants[name] = value.copy() if type(value).__name__ == "NDArray" else array(value, dtype=value.dtype)
     return Symbol([(Node(None, name, {}, {}, (), user_location()), 0)])
@@ -389,17 +389,17 @@ class Symbol:
 
     # ------------------------------------------------------------------ execution (see executor.py)
     def eval(self, ctx=None, **kwargs):
-        from .executor import evaluate
+        from .executor import evaluate  # lazy: executor imports symbol
         return evaluate(self, kwargs, ctx)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
              shared_exec=None):
-        from .executor import Executor
+        from .executor import Executor  # lazy: executor imports symbol
         return Executor(self, ctx, args, args_grad, grad_req, aux_states)
 
     def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
                     shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
-        from .executor import simple_bind
+        from .executor import simple_bind  # lazy: executor imports symbol
         # MXNet reads only the shape-valued keywords; others (MXNet's tests pass force_rebind=True) are ignored
         shapes = {k: v for k, v in kwargs.items() if isinstance(v, (tuple, list))}
         return simple_bind(self, ctx, grad_req, type_dict, shapes)
