@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import config
 from .common import dtype_name
+from ..codegen import cache, precompile
 
 ENABLED = True
 WORKSPACE_LIMIT = 64 << 20
@@ -68,7 +69,6 @@ def _prepare(dtype, load):
     _collect()
     waiting = dtype in _pending or (_compiling is not None and dtype in _compiling[1])
     if dtype not in _ready and load and not waiting:        # decided once per dtype
-        from ..codegen import precompile
         if not config.COMPILE_BACKGROUND:
             _ready.update(d.name for d in _FLOATS)      # every loop compiles on its first use, as before
         elif precompile.eager_is_cached(dtype):
@@ -97,10 +97,10 @@ def _load(dtypes):
     """Imports the loop modules and loads the cached machine code of `dtypes`' loops (their warm-up calls find
     everything in Numba's cache), then publishes the module."""
     global _module
-    from ..codegen import numba_load, precompile
+    from ..codegen import numba_load, precompile  # lazy: numba_load only when the loops load
     import importlib
     precompile.drop_stale_eager_cache()
-    from . import _numba_kernels
+    from . import _numba_kernels  # lazy: imports numba
     try:
         for name in precompile.EAGER_MODULES:
             module = importlib.import_module(f".{name}", __package__)
@@ -135,7 +135,6 @@ def _launch():
     global _compiling
     if _compiling is not None or not _pending:
         return
-    from ..codegen import cache, precompile
     cache.usable_dir()        # the child locks it: checked here, so that a warning about it points at the user's call
     dtypes = sorted(_pending)
     _pending.clear()

@@ -43,7 +43,7 @@ def _kernels(xp, *arrays):
     nk = _fastpath.numba_kernels(xp, *arrays, load=True)
     if nk is None:
         return None
-    from . import _rnn_kernels
+    from . import _rnn_kernels  # lazy: imports numba
     return _rnn_kernels
 
 

@@ -6,6 +6,7 @@ already-typed Python value, so one schema serves eager calls (`kernel=(3, 3)`) a
 import numpy as np
 
 from ..base import MXNetError, dtype_np
+from ..context import Context
 
 _NONE = ("None", "none", "")
 
@@ -193,7 +194,6 @@ def parse_attrs(op_name, schema, given):
 
 def parse_ctx(value):
     """A device: a Context, or MXNet's string form 'cpu(0)' / 'gpu(1)'."""
-    from ..context import Context
     if value is None or isinstance(value, Context):
         return value
     if isinstance(value, str):

@@ -5,6 +5,7 @@ import numbers
 
 import numpy as np
 
+from ..codegen.backend import kernel_for
 from .attrs import Attr, REQUIRED, parse_any, parse_bool, parse_dtype, parse_int, parse_shape, parse_axis
 from .common import broadcast_shapes, call, check_shape, norm_axis, reshape_shape
 from .registry import OpDef, OpTest, register
@@ -352,7 +353,6 @@ register(OpDef(
 # exported; forward and backward plans both use it (graph-mode autodiff runs before fusion, so it needs no
 # gradient rule).
 def _fused_elemwise(xp, *arrays, kernel, num_outputs, out=None):
-    from ..codegen.backend import kernel_for           # Numba for numpy, CUDA for cupy; loaded on first use
     return kernel_for(xp, kernel)(*arrays, out=out)
 
 

@@ -29,6 +29,7 @@ from .._mode import MODE
 from .attrs import Attr, REQUIRED, optional, parse_int, parse_shape, parse_subgraph
 from .common import call, device_of, run_ops
 from .registry import OpDef, ParamShapes, register
+from .rnn import _Reserves          # the RNN op's cache of forward activations, keyed by the output
 from . import dispatch
 
 __all__ = ["subgraph_inputs", "feeds", "infer_subgraph", "random_inside"]
@@ -58,7 +59,7 @@ def feeds(op_name, attrs):
 
 def _run(graph, names, locs, inputs):
     """Evaluates a subgraph whose input j is inputs[locs[j]]; returns its output NDArrays."""
-    from ..symbol.executor import run_graph
+    from ..symbol.executor import run_graph  # lazy: symbol sits above ops
     if len(locs) != len(names):
         raise ValueError(f"a subgraph with {len(names)} inputs ({', '.join(names)}) is given {len(locs)} "
                          "input locations")
@@ -170,7 +171,7 @@ def _cond_steps(attrs, inputs):
 # random ops inside: the generator's state is a hidden output, so the gradient rule replays the same draws
 def random_inside(attrs):
     """True when a subgraph (or one nested in it) holds a random op such as Dropout."""
-    from ..symbol.graph import subgraphs
+    from ..symbol.graph import subgraphs  # lazy: symbol sits above ops
     stack = [v for v in attrs.values() if type(v).__name__ == "Symbol"]
     while stack:
         for node in stack.pop()._nodes():
@@ -231,7 +232,7 @@ def _kernel(steps):
 
 def _grad(steps):
     def grad(c, *out_grads):
-        from .. import autograd
+        from .. import autograd  # lazy: autograd sits above ops
         n = c.attrs["num_outputs"]
         gen = saved = None
         if len(c.outputs) > n:           # replay the forward's random draws (the generator is restored after)
@@ -257,7 +258,7 @@ def _data_step(x, t):
 
 
 def _body_plan(xp, arrays, attrs, is_train):
-    from ..symbol.loop import body_plan
+    from ..symbol.loop import body_plan  # lazy: symbol sits above ops
     names, order, n_data, n_states, length = _foreach_layout(attrs, arrays)
     shapes = {n: _step_shape(arrays[s].shape) if s < n_data else tuple(arrays[s].shape) for n, s in zip(names, order)}
     dtypes = {n: arrays[s].dtype for n, s in zip(names, order)}
@@ -298,7 +299,6 @@ _FOREACH_RESERVES = None
 def _reserves():
     global _FOREACH_RESERVES
     if _FOREACH_RESERVES is None:
-        from .rnn import _Reserves          # the RNN op's cache of forward activations, keyed by the output
         _FOREACH_RESERVES = _Reserves()
     return _FOREACH_RESERVES
 
@@ -374,7 +374,7 @@ def _infer_foreach_bwd(shapes, dtypes, **attrs):
 def infer_subgraph(graph, shapes, dtypes, what):
     """Output (shapes, dtypes) of a subgraph given {input name: shape} and {input name: dtype} (memoized within one
     top-level inference: symbol/infer.py)."""
-    from ..symbol import infer
+    from ..symbol import infer  # lazy: symbol sits above ops
     eshape, edtype = infer.infer_subgraph(graph, shapes, dtypes, False)
     out_shapes, out_dtypes = [], []
     for k, (node, idx) in enumerate(graph._outputs):
@@ -455,7 +455,7 @@ def _param_rule(op_name):
     """Parameter rule of a control-flow node: its subgraphs are inferred with what is known, and the shapes their
     inputs get flow back to the node's inputs (a Dense weight used inside a foreach body)."""
     def rule(a, s):
-        from ..symbol.infer import infer_subgraph, known
+        from ..symbol.infer import infer_subgraph, known  # lazy: symbol sits above ops
         out = {}
         n_step = len(a["in_data_locs"]) if op_name == "_foreach" else 0
         for graph, slots in feeds(op_name, a):

@@ -114,7 +114,7 @@ def _kernel(xp, data, offset, weight, bias=None, **a):
 
 
 def _composite(a, data, offset, weight, bias=None):
-    from ..ndarray.ndarray import array
+    from ..ndarray.ndarray import array  # lazy: ndarray sits above ops
     kernel, stride, dilate, pad, out = _geometry([data.shape, offset.shape, weight.shape]
                                                  + ([] if bias is None else [bias.shape]), a)
     n, c, height, width = data.shape

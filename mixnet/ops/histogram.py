@@ -6,6 +6,7 @@ import numpy as np
 
 from .attrs import Attr, optional, parse_float_tuple, parse_int
 from .registry import OpDef, OpTest, register
+from ..base import OpError
 
 
 def _inputs(attrs):
@@ -61,7 +62,6 @@ register(OpDef(
 def histogram_function(array_type, histogram_op):
     """MXNet's `histogram(a, bins=10, range=None)` for mx.nd (array_type NDArray) or mx.sym (Symbol): `bins` is
     a bin count or an array of edges."""
-    from ..base import OpError
 
     def histogram(a, bins=10, range=None):
         if isinstance(bins, array_type):

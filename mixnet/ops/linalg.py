@@ -792,7 +792,7 @@ def _syevd_grad(c, gu, gl):
 
 
 def _eye_like(x, n):
-    from ..ndarray.ndarray import array
+    from ..ndarray.ndarray import array  # lazy: ndarray sits above ops
     return array(np.eye(n), ctx=x.context, dtype=x.dtype)
 
 

@@ -32,7 +32,7 @@ def _loops(xp, *arrays):
     background child of codegen/precompile.py compiles this module together with its loops), else None."""
     if _fastpath.numba_kernels(xp, *arrays) is None:
         return None
-    from . import _epilogue_kernels
+    from . import _epilogue_kernels  # lazy: imports numba
     return _epilogue_kernels
 
 

@@ -78,7 +78,7 @@ def _replayed(composite):
     mixnet ops, re-run on recorded copies of the inputs and swept locally (as RNN's rule does), so any order of
     derivative exists. In a traced backward graph it becomes an eager node (autograd.local_gradients)."""
     def rule(c, *out_grads):
-        from .. import autograd
+        from .. import autograd  # lazy: autograd sits above ops
         with autograd.record(train_mode=c.is_train):
             proxies = [call("_copy", x) for x in c.inputs]
             outs = composite(c.attrs, *proxies)

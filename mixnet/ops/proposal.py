@@ -83,7 +83,7 @@ def _decode(boxes, deltas, im_h, im_w, iou_loss):
 
 def _nms(dets, threshold, limit):
     """Indices of the boxes greedy NMS keeps, at most `limit`, in score order (dets are sorted)."""
-    from ._nms_kernel import nms
+    from ._nms_kernel import nms  # lazy: imports numba
     return nms(np.ascontiguousarray(dets, dtype=_F32), _F32(threshold), int(limit))
 
 

@@ -350,7 +350,7 @@ class _OpBackend:
     """mixnet ops (the gradient rule): every step is recorded, so the result differentiates again."""
 
     def __init__(self, lens, t, n, dtype, ctx):
-        from ..ndarray.ndarray import array
+        from ..ndarray.ndarray import array  # lazy: ndarray sits above ops
         self.has_lens = lens is not None
         self.lens = lens
         if self.has_lens:
@@ -572,7 +572,7 @@ def _infer_bwd(shapes, dtypes, **a):
 
 def _bwd_composite(a, *proxies):
     """The same gradient as mixnet ops (the composite forward swept locally), for higher orders."""
-    from .. import autograd
+    from .. import autograd  # lazy: autograd sits above ops
     (data, params, state, cell, lens), _, _, masks, heads = _split_bwd(proxies, a)
     t, n, _ = data.shape
     if masks is not None:
@@ -586,7 +586,7 @@ def _bwd_composite(a, *proxies):
 
 
 def _composite_gradient(c, out_grads):
-    from .. import autograd
+    from .. import autograd  # lazy: autograd sits above ops
     a = c.attrs
     inputs = c.inputs
     use_len = a["use_sequence_length"]

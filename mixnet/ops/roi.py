@@ -252,7 +252,7 @@ def _plan_kernel(plan, out_shape):
 
 def _plan_grad(plan):
     def rule(c, g):
-        from ..ndarray.ndarray import array
+        from ..ndarray.ndarray import array  # lazy: ndarray sits above ops
         data, rois = c.inputs
         index, weight = plan(data.asnumpy(), rois.asnumpy(), **c.attrs)
         if not index.size:
