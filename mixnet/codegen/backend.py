@@ -22,26 +22,26 @@ def compile_for(device, group, compile_now=True):
     """The kernel of `group` for `device` ('cpu': a Numba Kernel, compiled now unless compile_now=False; 'gpu': a
     cupy_gpu.CudaKernel, compiled per layout at its first launch)."""
     if device == "gpu":
-        from .cupy_gpu import compile_kernel
+        from .cupy_gpu import compile_kernel  # lazy: only GPU plans load the CUDA backend
         return compile_kernel(group)
     if device != "cpu":
         raise ValueError(f"no fused-kernel backend for device {device!r} (expected 'cpu' or 'gpu')")
-    from .numba_cpu import compile_kernel
+    from .numba_cpu import compile_kernel  # lazy: imports numba
     return compile_kernel(group, compile_now=compile_now)
 
 
 def kernel_for(xp, kernel):
     """The kernel that runs `kernel`'s group on arrays of the module `xp` (numpy or cupy)."""
-    from .reduction import FusedReduction
+    from .reduction import FusedReduction  # lazy: loads the CUDA renderer, needed only once kernels run
     if isinstance(kernel, FusedReduction):          # a group ending in a reduction: fused on the CPU only
         if xp is np:
             return kernel
         if getattr(xp, "__name__", None) == "cupy":
             return kernel.on_cupy()
     if xp is np:
-        from .numba_cpu import Kernel, compile_kernel
+        from .numba_cpu import Kernel, compile_kernel  # lazy: imports numba
         return kernel if isinstance(kernel, Kernel) else compile_kernel(kernel.group)
     if getattr(xp, "__name__", None) == "cupy":
-        from .cupy_gpu import CudaKernel, compile_kernel
+        from .cupy_gpu import CudaKernel, compile_kernel  # lazy: only GPU plans load the CUDA backend
         return kernel if isinstance(kernel, CudaKernel) else compile_kernel(kernel.group)
     raise ValueError(f"fused kernels run on numpy (Numba) or cupy (CUDA) arrays, not {getattr(xp, '__name__', xp)}")

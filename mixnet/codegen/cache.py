@@ -53,6 +53,7 @@ import warnings
 from .. import config
 from .._atomic import write_atomic
 from ..base import MXNetWarning
+from .._source import user_frame
 
 __all__ = ["cache_dir", "set_cache_dir", "usable_dir", "kernel_name", "load_source", "store_source",
            "purge_numba_cache", "numba_cache_dir", "numba_cache_files", "compile_lock", "CacheWarning"]
@@ -144,7 +145,6 @@ def _give_up(err):
 
 
 def _warn(path, why):
-    from .._source import user_frame
     message = (f"mixnet: the kernel cache directory {path!r} {why}. Kernels compile in memory in this process "
                "and are not cached on disk; set MIXNET_CACHE_DIR to a directory of your own that only you can "
                "write.")

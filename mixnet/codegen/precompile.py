@@ -46,6 +46,7 @@ import time
 
 from .._atomic import write_atomic
 from . import cache
+from .. import config
 
 __all__ = ["compile_elsewhere", "is_cached", "compile_eager_elsewhere", "eager_is_cached", "start_loading"]
 
@@ -67,12 +68,11 @@ def start_loading():
     call's kernels only have to be read (codegen/numba_load.py). Once per process; nothing without a warm cache,
     so a process that will compile anyway, or runs on a GPU only, does not import Numba for it."""
     global _STARTED
-    from .. import config
     if _STARTED or not (config.COMPILE_BACKGROUND and config.FUSE and config.NUMBA) or "numba" in sys.modules:
         return
     _STARTED = True
     if glob.glob(os.path.join(glob.escape(cache.cache_dir()), "mx_*.py")):
-        from . import numba_load
+        from . import numba_load  # lazy: only with a warm kernel cache
         threading.Thread(target=_quietly, args=(numba_load.prepare,), daemon=True, name="mixnet-numba-start").start()
 
 

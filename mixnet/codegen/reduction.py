@@ -12,6 +12,7 @@ size that picks the serial or parallel variant) live in a `FusedReduction` per f
 import math
 
 import numpy as np
+from .cupy_gpu import compile_kernel
 
 __all__ = ["plan", "FusedReduction"]
 
@@ -67,7 +68,6 @@ class FusedReduction:
         (the fusion pass does not fuse reductions in GPU plans)."""
         from dataclasses import replace
 
-        from .cupy_gpu import compile_kernel
         elementwise = compile_kernel(replace(self.group, reduce=None))
         red = self.group.reduce
         m = math.prod(self.out_shape)

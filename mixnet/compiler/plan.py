@@ -15,6 +15,7 @@ from ..symbol.compile import CompiledGraph
 from ..symbol.graph import graph_types, topo_order
 from ..symbol.typed import typed
 from .pipeline import PIPELINE, Graph
+from ..codegen import precompile
 
 __all__ = ["CompiledPlan", "compile_plan", "fused_plan", "typed_graph"]
 
@@ -77,7 +78,6 @@ def fused_plan(graph, options, ctx, destinations=False, elsewhere=False):
     if not graph.fused_groups:
         return None
     if elsewhere and options.device == "cpu":
-        from ..codegen import precompile
         eshape, _ = graph_types(graph.symbol._outputs)
         jobs = [(n.attrs["kernel"], n.attrs["kernel"].variant_for(int(np.prod(eshape[(id(n), 0)]))))
                 for n in graph.symbol._nodes() if n.op is not None and n.op.name == "_fused_elemwise"]
