@@ -24,6 +24,8 @@ from . import autograd
 from ._nest import flatten
 from .base import MXNetError
 from .ndarray import NDArray, array
+from .gluon import cached_graph
+from . import ndarray as nd
 
 __all__ = ["PaddingInvarianceError", "check_padding_invariance"]
 
@@ -186,7 +188,6 @@ class _Runner:
         self.weights = None                    # the default loss's fixed weights, on the reference shapes
 
     def forward(self, args, hooks=None):
-        from .gluon import cached_graph
         token = cached_graph.EAGER.set(True)
         handles = []
         if hooks is not None:
@@ -217,7 +218,6 @@ class _Runner:
         self.weights = [rng.uniform(0.5, 1.5, size=r.shape) for r in ref]
 
     def _default_loss(self, outs):
-        from . import ndarray as nd
         total = None
         for o, axes, w in zip(outs, self.out_axes, self.weights):
             if np.dtype(o.dtype).kind != "f" or not o.size:
@@ -312,7 +312,6 @@ def _first_divergent_layer(runner, lens, ref_args, padded_args, rtol, atol):
 def _mode(net, hybrid):
     """Runs the block eagerly (hybrid=False, even if hybridized) or hybridized (hybridizing it for the while when
     no block in it is)."""
-    from .gluon import cached_graph
     blocks = []
     net.apply(blocks.append)
     toggle = hybrid and not any(getattr(b, "_active", False) for b in blocks)

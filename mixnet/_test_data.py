@@ -7,6 +7,10 @@ import zipfile
 import numpy as np
 
 from ._atomic import atomic_open
+from .gluon.utils import download as fetch
+from .gluon.data.vision import datasets
+from .gluon.data.vision.datasets import _read_idx
+from .base import MXNetError
 
 _MNIST = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 _CIFAR = ("cifar/train.rec", "cifar/test.rec", "cifar/train.lst", "cifar/test.lst")
@@ -17,7 +21,7 @@ def _fetch(url, wanted):
     os.makedirs("data", exist_ok=True)
     if all(os.path.exists(os.path.join("data", name)) for name in wanted):
         return
-    from .gluon.utils import download
+    from .gluon.utils import download  # local: the name is also this module's own download()
     try:
         path = download(url, path="data", retries=0)
     except OSError as err:
@@ -53,7 +57,6 @@ def download(url, fname=None, dirname=None, overwrite=False, retries=5):
         return fname
     if os.path.dirname(fname):
         os.makedirs(os.path.dirname(fname), exist_ok=True)
-    from .gluon.utils import download as fetch
     try:
         fetch(url, path=fname, overwrite=True, retries=retries)
     except OSError as err:      # urllib's URLError, socket errors, a refused write
@@ -68,7 +71,6 @@ _MNIST_URL = "http://data.mxnet.io/data/mnist/"
 def _mnist_file(name):
     """The path of MNIST file `name` (.gz or not): in the current folder (where MXNet's get_mnist downloads), in
     ./data (get_mnist_ubyte's), or where gluon.data.vision.MNIST reads by default; else downloaded like MXNet."""
-    from .gluon.data.vision import datasets
     folders = (".", "data", os.path.join(datasets._data_dir(), "datasets", "mnist"))
     for folder in folders:
         for candidate in (name + ".gz", name):
@@ -84,13 +86,11 @@ def _mnist_file(name):
 def get_mnist():
     """MNIST as MXNet's test_utils.get_mnist returns it: {'train_data', 'test_data'}: float32 (N, 1, 28, 28) in
     [0, 1]; {'train_label', 'test_label'}: int8 (N,). Reads local files first (see _mnist_file)."""
-    from .gluon.data.vision.datasets import _read_idx
 
     def read(prefix):
         label = _read_idx(_mnist_file(f"{prefix}-labels-idx1-ubyte"), 1).view(np.int8)
         image = _read_idx(_mnist_file(f"{prefix}-images-idx3-ubyte"), 3)
         if image.shape[0] != label.shape[0] or image.shape[1:] != (28, 28):
-            from .base import MXNetError
             raise MXNetError(f"get_mnist: {prefix} images {image.shape} do not fit labels {label.shape} "
                              "(expected (N, 28, 28) images for N labels)")
         return label, image.reshape(-1, 1, 28, 28).astype(np.float32) / 255

@@ -136,7 +136,7 @@ class MNISTIter(_InMemoryIter):
                  **kwargs):
         _check_knobs("MNISTIter", kwargs)
         # the idx reader lives with the MNIST dataset; imported here because gluon sits above io
-        from .gluon.data.vision.datasets import _read_idx
+        from .gluon.data.vision.datasets import _read_idx  # lazy: the gluon package imports this module
         images = _read_idx(image, 3)
         labels = _read_idx(label, 1)
         if len(images) != len(labels):

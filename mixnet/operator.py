@@ -34,6 +34,11 @@ from .base import DTYPES, MXNetError
 from .context import cpu, current_context
 from .ops import describe, dispatch, registry
 from .ops.registry import OpDef
+from . import autograd
+from .ndarray.ndarray import NDArray
+from .ndarray.register import write_out
+from .symbol.symbol import Symbol, create_node
+from . import ndarray, symbol
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "get_operator_arguments",
            "OperatorArguments", "PythonOp", "NumpyOp", "NDArrayOp"]
@@ -355,7 +360,6 @@ def run_backward(prop, operator, xp, out_grads, datas, outputs):
 
 
 def _run(prop, operator, what, **kwargs):
-    from . import autograd
     try:
         with autograd.pause():          # the operator's own NDArray calls are its implementation, not the tape's
             getattr(operator, what)(**kwargs)
@@ -487,9 +491,6 @@ def _split_kwargs(op_type, kwargs, is_input):
 def nd_custom(*args, op_type=None, name=None, out=None, **kwargs):
     """mx.nd.Custom: runs the Python operator registered as op_type; other keywords go to its prop's constructor
     (as strings). Under autograd.record() the call is recorded; backward calls the same operator's backward."""
-    from .ndarray.ndarray import NDArray
-    from .ndarray.register import write_out
-    from .symbol.symbol import Symbol
     if any(isinstance(v, Symbol) for v in list(args) + list(kwargs.values())):
         return sym_custom(*args, op_type=op_type, name=name, **kwargs)
     named, given = _split_kwargs(op_type, kwargs, lambda v: isinstance(v, NDArray))
@@ -505,7 +506,6 @@ def nd_custom(*args, op_type=None, name=None, out=None, **kwargs):
 def sym_custom(*args, op_type=None, name=None, attr=None, **kwargs):
     """mx.sym.Custom: a graph node running the Python operator registered as op_type; inputs not given become
     variables named <name>_<input>, as MXNet does."""
-    from .symbol.symbol import Symbol, create_node
     named, given = _split_kwargs(op_type, kwargs, lambda v: isinstance(v, Symbol))
     prop = _prop(CUSTOM.parse(given))
     names, inputs = _bind(prop, op_type, args, named, lambda v: isinstance(v, Symbol))
@@ -527,7 +527,6 @@ def _param_shapes(attrs, shapes):
 
 def _install():
     # mx.nd / mx.sym are built from the registry before this module registers Custom: add their functions here.
-    from . import ndarray, symbol
     nd_custom.__name__ = sym_custom.__name__ = "Custom"
     ndarray.Custom = ndarray._namespace.Custom = ndarray.op.Custom = nd_custom
     symbol.Custom = symbol._namespace.Custom = symbol.op.Custom = sym_custom

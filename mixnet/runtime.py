@@ -1,6 +1,7 @@
 """`mx.runtime`: which build features are available. mixnet reports what it really has: numpy on the CPU
 (with LAPACK through numpy.linalg), CUDA only when cupy sees a device, and none of MXNet's native libraries."""
 import collections
+from .context import num_gpus
 
 __all__ = ["Feature", "Features", "feature_list"]
 
@@ -21,7 +22,6 @@ class Feature:
 
 
 def _enabled():
-    from .context import num_gpus
     has_gpu = num_gpus() > 0
     return {"CUDA": has_gpu, "LAPACK": True, "INT64_TENSOR_SIZE": True, "PROFILER": True}
 

@@ -29,9 +29,12 @@ import numpy.random as rnd  # noqa: F401  (MXNet's test_utils exports `rnd`; its
 import mixnet as mx
 
 from .base import MXNetError
-from .context import Context, current_context
+from .context import Context, array_module, current_context, num_gpus
 from .ndarray import NDArray, array  # noqa: F401
 from .ops import _fastpath
+from . import autograd
+from .ops.common import call
+from .symbol.symbol import Symbol
 
 # No __all__, as in MXNet: test files do `from mxnet.test_utils import *` and then use `mx`, `np`, `NDArray`,
 # `array`, ... straight from this module's namespace.
@@ -533,8 +536,6 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
 
 def _check_numeric_gradient_callable(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
                                      use_forward_train, ctx, dtype):
-    from . import autograd
-    from .ndarray.ndarray import NDArray
     if not callable(sym):
         raise MXNetError(f"check_numeric_gradient: expected a Symbol or a Python callable that takes NDArrays "
                          f"and returns an NDArray (or a tuple of them), got {type(sym).__name__}")
@@ -616,14 +617,12 @@ def _check_numeric_gradient_callable(sym, location, aux_states, numeric_eps, rto
 
 
 def _sum_all(x):
-    from .ops.common import call
     return call("_sum_to", x, shape=(1,) * x.ndim).reshape((1,))
 
 
 # ---------------------------------------------------------------------------------------------------------
 # checking Symbols: forward, backward, numeric gradients, consistency across contexts and dtypes
 def _is_symbol(x):
-    from .symbol.symbol import Symbol
     return isinstance(x, Symbol)
 
 
@@ -642,7 +641,6 @@ def _check_dtype(function, dtype, allow_asnumpy=True):
 
 def _nd(value, ctx, dtype):
     """An NDArray as it is, anything else as an NDArray of dtype (its own dtype for 'asnumpy')."""
-    from .ndarray.ndarray import NDArray
     if isinstance(value, NDArray):
         return value
     value = np.asarray(value)
@@ -869,7 +867,6 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
     outputs, and after a training forward and backward its argument gradients, match those of the most
     precise run (or ground_truth). A context that is not available here (a GPU on a machine without one)
     raises MXNetError naming the entry. Returns the reference values {name: array}."""
-    from .context import array_module
     function = "check_consistency"
     if len(ctx_list) < 2:
         raise MXNetError(f"{function}: ctx_list needs at least 2 entries to compare, got {len(ctx_list)}")
@@ -1038,7 +1035,6 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="defa
 
 def list_gpus():
     """The ids of the GPUs mixnet can use here (empty without cupy and a CUDA device)."""
-    from .context import num_gpus
     return list(range(num_gpus()))
 
 

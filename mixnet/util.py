@@ -11,6 +11,7 @@ import os
 
 from ._shape_mode import NP_SHAPE
 from .base import MXNetError
+from .context import num_gpus
 
 __all__ = ["is_np_array", "is_np_shape", "set_np_shape", "set_np", "reset_np", "np_shape", "np_array",
            "use_np_shape", "use_np_array", "use_np", "getenv", "setenv", "get_gpu_count", "makedirs"]
@@ -128,7 +129,6 @@ def setenv(name, value):
 
 
 def get_gpu_count():
-    from .context import num_gpus
     return num_gpus()
 
 

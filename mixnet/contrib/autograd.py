@@ -5,6 +5,7 @@ import functools
 
 from .. import autograd as _autograd
 from ..base import MXNetError
+from ..ndarray import NDArray, zeros_like
 
 __all__ = ["set_is_training", "train_section", "test_section", "mark_variables", "backward", "compute_gradient",
            "grad_and_loss", "grad"]
@@ -52,7 +53,6 @@ def compute_gradient(outputs):
 def grad_and_loss(func, argnum=None):
     """Wraps `func` so that calling it returns (gradients of its output w.r.t. the arguments, its output);
     `argnum` (an int or a list of ints) picks the arguments to differentiate."""
-    from ..ndarray import NDArray, zeros_like
 
     @functools.wraps(func)
     def wrapped(*args):

@@ -15,6 +15,7 @@ from ..context import Context, array_module, current_context, cpu
 from ..ops import dispatch, registry
 from ..ops.common import check_shape, infer as infer_shapes
 from .. import serialization
+from ..context import num_gpus
 
 __all__ = ["NDArray", "array", "empty", "from_numpy", "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
            "waitall", "py_slice", "_STORAGE_TYPE_STR_TO_ID"]
@@ -156,7 +157,7 @@ class NDArray:
 
     def tostype(self, stype):
         """A copy in storage type `stype` ('row_sparse', 'csr'); 'default' returns the array itself."""
-        from ._storage import from_dense
+        from ._storage import from_dense  # lazy: _storage subclasses NDArray
         return from_dense(self, stype)
 
     def as_np_ndarray(self):
@@ -201,8 +202,8 @@ class NDArray:
     # ---------------------------------------------------------------- autograd
     def attach_grad(self, grad_req="write", stype=None):
         """Allocates self.grad (zeros) and marks the array as a leaf whose gradient backward() writes."""
-        from .. import autograd
-        from ._storage import check_stype, zeros
+        from .. import autograd  # lazy: autograd imports ndarray
+        from ._storage import check_stype, zeros  # lazy: _storage subclasses NDArray
         stype = check_stype(stype or self.stype, "attach_grad")
         grad = zeros_like_array(self) if stype == "default" else zeros(stype, self.shape, self._ctx, self._data.dtype)
         autograd.mark_variables([self], [grad], grad_req)
@@ -211,7 +212,7 @@ class NDArray:
         return _wrap(self._data, self._ctx)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
-        from .. import autograd
+        from .. import autograd  # lazy: autograd imports ndarray
         autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
 
     # ---------------------------------------------------------------- in-place writes
@@ -392,7 +393,6 @@ class NDArray:
 
 
 def _num_gpus():
-    from ..context import num_gpus
     return num_gpus()
 
 

@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 
 from ..base import MXNetError
-from ..ndarray.ndarray import NDArray, _wrap
+from ..ndarray.ndarray import NDArray, _wrap, array
 from ..ops import _fastpath
 from .. import _atomic, serialization
 from ._multi_tensor import FlatCache
@@ -1610,7 +1610,6 @@ def _misfit(optimizer, index, weight, state):
 
 def _decode_state(spec, by_name, depth):
     """A state from its saved description (None, {"nd": array name}, {"tuple"/"list": [...]}, {"value": x})."""
-    from ..ndarray.ndarray import array
     if spec is None:
         return None
     if not isinstance(spec, dict) or len(spec.keys() & {"nd", "tuple", "list", "value"}) != 1:
