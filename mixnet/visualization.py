@@ -13,6 +13,8 @@ Differences from MXNet 1.9.1, on purpose (docs/visualization.md):
   the user's source line. Without Graphviz's `dot` program the Digraph is still returned (`.source` is the DOT
   text) and shows the text graph in a notebook.
 """
+import warnings
+
 from .base import MXNetError
 from .symbol import draw
 from .symbol.draw import GraphvizMissing, IncompleteShape, NotAGraph  # noqa: F401  (the errors, public here)
@@ -90,7 +92,9 @@ def summary_text(symbol, shape=None, line_length=120, positions=(.44, .64, .74, 
             previous = [src.name for src, _ in node.inputs if src.op is not None or is_input(src)]
             kind = node.op.name
         outs = [eshape.get((id(node), i)) for i in range(node.num_visible())]
-        out_text = ", ".join("x".join(map(str, s[1:])) for s in outs if _known(s))
+        texts = ["x".join(map(str, s[1:])) for s in outs if _known(s)]
+        out_text = texts[0] + f" (x{len(texts)} outputs)" if len(set(texts)) == 1 and len(texts) > 1 else \
+            ", ".join(texts)
         lines.append(row([f"{node.name}({kind})", out_text, count, previous[0] if previous else ""]))
         lines += [row(["", "", "", name]) for name in previous[1:]]
         lines.append(("=" if k == len(rows) - 1 else "_") * line_length)
@@ -148,5 +152,21 @@ def plot_network(symbol, title="plot", save_format="pdf", shape=None, dtype=None
         drawn = traced._drawn()          # the plan that runs (typed: its shapes are drawn), else the trace
         return draw.network(drawn._outputs, title, save_format, shape, dtype, node_attrs, hide_weights,
                             parameters=set(traced.parameters), text=str(traced))
+    _warn_repeated_names(symbol)
     return draw.network(symbol._outputs, title, save_format, shape, dtype, node_attrs, hide_weights,
                         text=symbol.debug_str())
+
+
+def _warn_repeated_names(symbol):
+    """As MXNet: a warning when nodes share a name. The drawing keeps them apart (its ids are generated), but
+    binding, saving or loading parameters by name will not."""
+    seen, repeated = set(), []
+    for node in symbol._nodes():
+        if node.name in seen and node.name not in repeated:
+            repeated.append(node.name)
+        seen.add(node.name)
+    if repeated:
+        warnings.warn("There are multiple variables with the same name in your graph: "
+                      f"{', '.join(map(repr, repeated))}. They are drawn as separate nodes, but wherever the graph "
+                      "is bound or its parameters are saved or loaded by name they clash; give each layer its own "
+                      "name.", RuntimeWarning, stacklevel=3)

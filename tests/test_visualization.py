@@ -208,3 +208,19 @@ def test_without_the_graphviz_package(monkeypatch, capsys):
 
 def test_mx_visualization_is_mx_viz():
     assert mx.visualization is mx.viz and mx.viz.plot_network and mx.viz.print_summary
+
+
+def test_plot_network_warns_about_repeated_names_and_keeps_the_nodes_apart():
+    net = mx.sym.FullyConnected(mx.sym.var("data"), name="fc", num_hidden=8)
+    net = mx.sym.FullyConnected(net, name="fc", num_hidden=4)
+    with pytest.warns(RuntimeWarning, match=r"multiple variables with the same name in your graph: 'fc_weight', "
+                                            r"'fc_bias', 'fc'") as caught:
+        dot = mx.viz.plot_network(net, shape={"data": (2, 3)})
+    assert caught[0].filename == __file__                    # points at the caller's line
+    assert re.findall(r"(n\d+) -> (n\d+)", dot.source) == [("n1", "n0"), ("n2", "n1")]   # no cycle
+
+
+def test_print_summary_of_a_multi_output_layer(capsys):
+    sliced = mx.sym.SliceChannel(mx.sym.var("data"), num_outputs=4, name="slice")
+    mx.viz.print_summary(sliced, shape={"data": (2, 8)})
+    assert re.search(r"slice\(SliceChannel\)\s+2 \(x4 outputs\)\s+0\s+data", capsys.readouterr().out)
