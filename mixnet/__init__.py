@@ -38,6 +38,7 @@ from . import module as mod  # noqa: F401
 from . import image, image as img  # noqa: F401  (mx.image / mx.img)
 from . import profiler  # noqa: F401  (mx.profiler: per-op timing, Chrome trace)
 from . import contrib  # noqa: F401  (mx.contrib.autograd, mx.contrib.text, mx.contrib.nd / sym)
+from . import visualization, visualization as viz  # noqa: F401  (mx.viz: print_summary, plot_network)
 
 # Public names MXNet gives a lower module whose code sits above it: defined where they belong, exported here.
 from .ndarray.cached_op import CachedOp as _CachedOp  # noqa: E402

@@ -628,6 +628,24 @@ class HybridBlock(Block):
         from .compiled_plans import compiled_plans  # lazy: only for this inspection call
         return compiled_plans(self)
 
+    def graph(self, shapes=None):
+        """The graph hybridize() traced, as a Symbol (tojson, list_arguments, infer_shape... work) that prints one
+        line per node with its output shape and dtype and your source line, then the fused kernels of the plan
+        that runs; in a notebook it is drawn (mx.viz.plot_network), fused kernels as groups.
+        shapes: which signature: the input shape (one input) or list of shapes; default: the most recent call's.
+        Raises GraphNotTraced (an MXNetError) before hybridize() and a first call."""
+        from .explain import traced_graph  # lazy: only for this inspection call
+        return traced_graph(self, shapes)
+
+    def explain(self, code=False):
+        """A report of what hybridize() made (print it; HTML in a notebook): each traced signature and why it
+        was traced, what makes a call re-trace, the plans built (inference, training forward/backward), their
+        fused kernels with your source lines, the ops left unfused and why. code=True adds the generated code:
+        each plan's compiled graph and fused kernels. Raises GraphNotTraced (an MXNetError) before hybridize()
+        and a first call."""
+        from .explain import explain  # lazy: only for this inspection call
+        return explain(self, code)
+
     def precompile(self, inputs, dtype="float32", train=True, progress=True, ctx=None):
         """Traces and compiles ahead of time the plans that calls on `inputs` will use, so the first epoch
         compiles nothing: one entry per call signature, each a shape (one input), a tuple with one shape (or

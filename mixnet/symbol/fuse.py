@@ -26,14 +26,25 @@ from .symbol import Symbol
 from .typed import typed
 
 
-def _fusible(node, eshape, edtype):
+def unfusible_reason(node, eshape, edtype):
+    """Why `node` cannot join a fused group, in words (HybridBlock.explain() shows it), or None when it can."""
     op = node.op
-    if op is None or op.scalar is None or not op.elementwise or op.variadic or op.random:
-        return False
+    if op is None or op.scalar is None or not op.elementwise:
+        return "not an elementwise op with a scalar template"
+    if op.variadic or op.random:
+        return "takes any number of inputs" if op.variadic else "random op"
     if op.n_outputs(node.attrs) != 1 or (id(node), 0) not in eshape:
-        return False
-    return edtype.get((id(node), 0)) in (np.dtype(np.float32), np.dtype(np.float64)) and all(
-        edtype.get((id(src), i)) == edtype.get((id(node), 0)) for src, i in node.inputs)
+        return "more than one output"
+    dtype = edtype.get((id(node), 0))
+    if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        return f"{dtype} result (fused kernels are float32 or float64)"
+    if any(edtype.get((id(src), i)) != dtype for src, i in node.inputs):
+        return "inputs of another dtype than its result"
+    return None
+
+
+def _fusible(node, eshape, edtype):
+    return unfusible_reason(node, eshape, edtype) is None
 
 
 def _groups(nodes, fusible, eshape):

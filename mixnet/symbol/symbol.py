@@ -18,6 +18,7 @@ from ..base import MXNetError, NotImplementedForSymbol
 from ..ops import registry
 from ..ops.binding import bind_call
 from ..serialization import dtype_code
+from . import draw
 from .graph import Node, mx_str, subgraphs, topo_order
 from .infer import infer_graph, known
 from .json_io import graph_from_json, graph_to_json
@@ -292,12 +293,19 @@ class Symbol:
     def __str__(self):
         return self.debug_str()
 
+    # notebooks: a picture through graphviz when Graphviz's `dot` is installed, else the text graph (symbol/draw.py)
+    def _repr_svg_(self):
+        return draw.notebook_svg(self._outputs, title=self.name or "plot")
+
+    def _repr_html_(self):
+        return draw.notebook_html(self._outputs, self.debug_str(), title=self.name or "plot")
+
     def debug_str(self):
         """One line per node: `name = op(inputs, attrs)  # file:line`, then the outputs. A control-flow node's
         subgraphs follow it, each as an indented block under its name (`body:`, `cond:`, `then_branch:`...)."""
         return "\n".join(self._debug_lines(""))
 
-    def _debug_lines(self, indent):
+    def _debug_lines(self, indent, note=None):
         nodes = self._nodes()
         aux = self._aux_ids(nodes)
         lines = []
@@ -317,12 +325,15 @@ class Symbol:
                 args += [f"{k}={v}" for k, v in shown(node.raw)]
                 text = f"{node.name} = {node.op.name}({', '.join(args)})"
             text = indent + text
+            extra = note(node) if note is not None else None
+            if extra:                                         # e.g. the output types of a traced graph's node
+                text = f"{text}  -> {extra}"
             if node.location:
                 text = f"{text:<60}  # {node.location}"
             lines.append(text.rstrip())
             for key, sub in subgraphs(node):
                 lines.append(f"{indent}  {key}:")
-                lines.extend(sub._debug_lines(indent + "    "))
+                lines.extend(sub._debug_lines(indent + "    ", note))
         lines.append(indent + "outputs: " + ", ".join(entry(n, i) for n, i in self._outputs))
         return lines
 
