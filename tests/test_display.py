@@ -1,14 +1,14 @@
-"""Text and HTML reprs of NDArray (dense and sparse), read through IPython's display formatter as Jupyter shows
-them; and the shared helpers in mixnet/_display.py."""
+"""Text and HTML reprs of NDArray (dense and sparse), Optimizer, Trainer, DataLoader and Metric, read through
+IPython's display formatter as Jupyter shows them; and the shared helpers in mixnet/_display.py."""
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
 import mixnet as mx
-from mixnet import _display, nd
+from mixnet import _display, gluon, nd
 
 pytest.importorskip("IPython", reason="the reprs are read through IPython's display formatter")
-from display_helpers import rich, stats, text  # noqa: E402
+from display_helpers import rich, rows, stats, text  # noqa: E402
 
 
 # ---------------------------------------------------------------- NDArray text repr
@@ -121,6 +121,76 @@ def test_sparse_html_says_what_is_stored():
     assert "<b>RowSparseNDArray</b> 3x3" in page and stats(page) == {"stored rows": "2 of 3"}
 
 
+# ---------------------------------------------------------------- Optimizer, Trainer, DataLoader, Metric
+def test_optimizer_reprs():
+    sgd = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9)
+    assert repr(sgd) == "SGD(learning_rate=0.1, wd=0.0, momentum=0.9, lazy_update=True)"
+    assert repr(mx.optimizer.Adam(wd=1e-4)) == \
+        "Adam(learning_rate=0.001, wd=0.0001, beta1=0.9, beta2=0.999, epsilon=1e-08, lazy_update=True)"
+    scheduled = mx.optimizer.create("nag", lr_scheduler=mx.lr_scheduler.FactorScheduler(10, base_lr=0.5),
+                                    clip_gradient=1.0, rescale_grad=1 / 32)
+    assert repr(scheduled) == ("NAG(learning_rate=0.5, wd=0.0, momentum=0.0, lazy_update=True, "
+                               "lr_scheduler='FactorScheduler', rescale_grad=0.03125, clip_gradient=1.0)")
+    assert rows(rich(sgd)) == [["learning_rate", "0.1"], ["wd", "0.0"], ["momentum", "0.9"],
+                               ["lazy_update", "True"], ["num_update", "0"]]
+
+
+def _dense_trainer(**kwargs):
+    net = gluon.nn.Dense(3, in_units=4)
+    net.initialize()
+    return net, gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5}, **kwargs)
+
+
+def test_trainer_reprs():
+    net, trainer = _dense_trainer()
+    assert repr(trainer) == ("Trainer(optimizer=SGD(learning_rate=0.5, wd=0.0, momentum=0.0, lazy_update=True), "
+                             "parameters=2, kvstore='device')")
+    page = rich(trainer)
+    assert "<b>Trainer</b> 2 parameters, 15 values" in page
+    assert ["kvstore", "device"] in rows(page) and ["learning_rate", "0.5"] in rows(page)
+    with mx.autograd.record():
+        loss = net(nd.ones((2, 4))).sum()
+    loss.backward()
+    trainer.step(2)
+    assert ["update_on_kvstore", "False"] in rows(rich(trainer)) and ["num_update", "1"] in rows(rich(trainer))
+
+
+def test_trainer_html_counts_deferred_parameters_with_a_question_mark():
+    net = gluon.nn.Dense(3)
+    net.initialize()
+    trainer = gluon.Trainer(net.collect_params(), "adam")
+    assert "2 parameters, 3? values" in rich(trainer)
+
+
+def test_dataloader_reprs():
+    data = gluon.data.ArrayDataset(np.zeros((10, 2)), np.arange(10))
+    loader = gluon.data.DataLoader(data, batch_size=4, shuffle=True)
+    assert repr(loader) == ("DataLoader(dataset=ArrayDataset, samples=10, batch_size=4, shuffle=True, "
+                            "last_batch='keep', batches=3, num_workers=0)")
+    assert rows(rich(loader)) == [["dataset", "ArrayDataset"], ["samples", "10"], ["batch_size", "4"],
+                                  ["shuffle", "True"], ["last_batch", "keep"], ["batches", "3"],
+                                  ["num_workers", "0"]]
+    threads = gluon.data.DataLoader(data, batch_size=4, last_batch="discard", num_workers=2, thread_pool=True)
+    assert repr(threads) == ("DataLoader(dataset=ArrayDataset, samples=10, batch_size=4, shuffle=False, "
+                             "last_batch='discard', batches=2, num_workers=2, thread_pool=True, prefetch=4)")
+    custom = gluon.data.DataLoader(data, batch_sampler=[[0, 1], [2]])
+    assert repr(custom) == "DataLoader(dataset=ArrayDataset, samples=10, batch_sampler=list, batches=2, num_workers=0)"
+
+
+def test_metric_reprs():
+    acc = mx.metric.Accuracy()
+    assert repr(acc) == "Accuracy(accuracy=nan, num_inst=0)"
+    assert str(acc) == "EvalMetric: {'accuracy': nan}"                               # MXNet 1.9.1's str
+    acc.update([nd.array([0, 1, 1])], [nd.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])])
+    assert repr(acc) == "Accuracy(accuracy=0.666667, num_inst=3)"
+    assert rows(rich(acc)) == [["accuracy", "0.666667"], ["num_inst", "3"]]
+    composite = mx.metric.create(["acc", "mse"])
+    assert repr(composite) == "CompositeEvalMetric(accuracy=nan, mse=nan)"
+    acc.reset_local()                    # the global value differs from the local one now: the HTML shows both
+    assert repr(acc) == "Accuracy(accuracy=nan, num_inst=0)"
+    assert rows(rich(acc)) == [["accuracy", "nan"], ["num_inst", "0"], ["global accuracy", "0.666667"]]
+
+
 # ---------------------------------------------------------------- the helpers
 def test_helpers_escape_every_text_they_are_given():
     hostile = '<script>alert("x")</script>'
@@ -129,3 +199,5 @@ def test_helpers_escape_every_text_they_are_given():
                         _display.pre(hostile))
     assert "<script" not in page and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
     assert "<i>kept</i>" in page                          # only fragments marked Html pass unescaped
+    assert _display.call_text("X", [("a", "<b>"), ("n", _display.Name("Y")), ("f", 0.1 + 0.2)]) == \
+        "X(a='<b>', n=Y, f=0.3)"
