@@ -21,6 +21,7 @@ from collections import OrderedDict
 
 import numpy
 
+from . import _display
 from .base import MXNetError, numeric_types, string_types
 
 __all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "F1", "MCC", "PCC", "Perplexity",
@@ -95,6 +96,24 @@ class EvalMetric:
     def __str__(self):
         return "EvalMetric: {}".format(dict(self.get_name_value()))
 
+    def _facts(self):
+        """[(name, value)]: the current value(s) (nan before any update), then what they average over."""
+        facts = list(self.get_name_value())
+        if not isinstance(self, CompositeEvalMetric):      # its children count for themselves
+            facts.append(("num_inst", self.num_inst))
+        if self._has_global_stats:           # since the last reset(), where reset_local() made them differ
+            local = dict(facts)
+            facts += [(f"global {name}", value) for name, value in self.get_global_name_value()
+                      if not _same(value, local.get(name))]
+        return facts
+
+    def __repr__(self):
+        """One line: 'Accuracy(accuracy=0.75, num_inst=40)' (str() keeps MXNet's 'EvalMetric: {...}')."""
+        return _display.call_text(type(self).__name__, [f for f in self._facts() if not f[0].startswith("global ")])
+
+    def _repr_html_(self):
+        return _display.facts_html(type(self).__name__, self._facts())
+
     def get_config(self):
         """A dict that ``create(config)`` turns back into an equal metric."""
         config = self._kwargs.copy()
@@ -160,6 +179,10 @@ class EvalMetric:
         self.global_sum_metric += value
         self.num_inst += count
         self.global_num_inst += count
+
+
+def _same(a, b):
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
 def create(metric, *args, **kwargs):

@@ -19,7 +19,7 @@ from ..base import MXNetError, MXNetWarning
 from ..codegen import precompile
 from ..ndarray import load as nd_load, save as nd_save
 from ..ndarray.ndarray import NDArray
-from . import cached_graph
+from . import _block_display, cached_graph
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, _load_into, select_params
 from .. import symbol
 from .utils import InvalidArgument
@@ -139,6 +139,11 @@ class Block:
         if not self._children:
             lines.append("")       # MXNet 1.x prints a childless block as 'Name(\n\n)'
         return "\n".join(lines) + "\n)"
+
+    def _repr_html_(self):
+        """Jupyter's view: the tree of children with their output shapes from the last call, parameter shapes
+        and counts ('?' before deferred initialization), and 'hybridized: N plans' for a hybridized block."""
+        return _block_display.block_html(self)
 
     # ------------------------------------------------------------------ naming
     @property
@@ -336,6 +341,7 @@ class Block:
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, args)
         out = self._run_forward(args, kwargs)
+        _block_display.record_outputs(self, out)        # their shapes, for _repr_html_
         for hook in list(self._forward_hooks.values()):
             hook(self, args, out)
         return out

@@ -16,6 +16,7 @@ from ..context import Context, current_context
 from ..ndarray import ndarray as nd_module
 from ..ndarray import load as nd_load, save as nd_save, sparse
 from ..ndarray.ndarray import NDArray
+from . import _block_display
 from .cached_graph import TRACING
 from .. import symbol
 
@@ -71,6 +72,11 @@ class Parameter:
 
     def __repr__(self):
         return f"Parameter {self.name} (shape={self._shape}, dtype={np.dtype(self.dtype).name})"
+
+    def _repr_html_(self):
+        """Jupyter's view: name, shape ('?' for dimensions deferred to the first call), dtype, grad_req, whether
+        (and where) it is initialized, storage type."""
+        return _block_display.parameter_html(self)
 
     @staticmethod
     def _check_req(req):
@@ -399,6 +405,10 @@ class ParameterDict:
     def __repr__(self):
         body = "\n".join(f"  {p!r}" for p in self._params.values())
         return f"{self._prefix} (\n{body}\n)" if self._prefix else f"(\n{body}\n)"
+
+    def _repr_html_(self):
+        """Jupyter's view: one row per parameter as Parameter shows it, and the number of values."""
+        return _block_display.parameter_dict_html(self)
 
     @property
     def prefix(self):

@@ -21,6 +21,7 @@ parameters and optimizer before it changes anything.
 
 import numpy as np
 
+from .. import _display
 from ..base import MXNetError
 from .. import optimizer as opt
 from .. import kvstore as kvs
@@ -67,6 +68,27 @@ class Trainer:
         self._reset_kvstore()
         if self._contexts is not None and "dist" in getattr(kvstore, "type", str(kvstore)):
             self._prepare()     # rank 0's initial values everywhere before the first forward (MXNet: first step)
+
+    # ------------------------------------------------------------------ display
+    def _facts(self):
+        kv = self._kvstore_params["kvstore"]
+        facts = [("optimizer", self._optimizer), ("parameters", len(self._params)),
+                 ("kvstore", kv if kv is None or isinstance(kv, str) else _display.Name(type(kv).__name__))]
+        if self._kv_initialized:     # decided at the first step (no store for one device: updated there)
+            facts.append(("update_on_kvstore", bool(self._update_on_kvstore)))
+        return facts
+
+    def __repr__(self):
+        """One line: 'Trainer(optimizer=SGD(learning_rate=0.1, ...), parameters=4, kvstore='device')'."""
+        return _display.call_text("Trainer", self._facts())
+
+    def _repr_html_(self):
+        """Jupyter's view: the optimizer's hyper-parameters, how many parameters (and values), the kvstore."""
+        known = [p for p in self._params if p.shape is not None and all(p.shape)]
+        values = f"{sum(int(np.prod(p.shape)) for p in known)}{'?' if len(known) < len(self._params) else ''}"
+        facts = [(k, v) for k, v in self._facts() if k != "optimizer"]
+        return _display.box(_display.heading("Trainer", f"{len(self._params)} parameters, {values} values"),
+                            _display.table([[k, v] for k, v in facts]), self._optimizer._repr_html_())
 
     # ------------------------------------------------------------------ setup
     def _check_contexts(self):

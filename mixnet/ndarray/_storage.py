@@ -13,6 +13,7 @@ storage gives, which is how MXNet writes a dense result into a sparse array.
 """
 import numpy as np
 
+from .. import _display
 from ..base import MXNetError, dtype_np
 from ..context import Context, array_module, current_context
 from .ndarray import NDArray, _wrap
@@ -51,8 +52,12 @@ class BaseSparseNDArray(NDArray):
         return self._aux if self._aux is not None and self._aux_version == self._version else None
 
     def __repr__(self):
-        shape = "x".join(str(d) for d in self.shape)
-        return f"\n<{type(self).__name__} {shape} @{self._ctx}>"
+        """MXNet's form, '\\n<CSRNDArray 2x3 @cpu(0)>' (no values), with the dtype when it is not float32."""
+        return "\n" + _display.array_tag(type(self).__name__, self.shape, self._data.dtype, self._ctx)
+
+    def _repr_html_(self):
+        """As NDArray's, plus how much is stored: the rows (row_sparse) or the nonzeros (csr)."""
+        return _display.array_html(self, type(self).__name__, self._stored())
 
     def _same_kind(self, data, ctx):
         out = _wrap_as(type(self), data, ctx)
@@ -119,6 +124,9 @@ class RowSparseNDArray(BaseSparseNDArray):
         flat = dense.reshape(dense.shape[0], -1)
         return np.flatnonzero((flat != 0).any(axis=1)).astype(np.int64)
 
+    def _stored(self):
+        return [("stored rows", f"{len(self._rows())} of {self.shape[0] if self.ndim else 0}")]
+
     @property
     def indices(self):
         """The stored row indices (int64, ascending)."""
@@ -163,6 +171,9 @@ class CSRNDArray(BaseSparseNDArray):
         indptr = np.zeros(dense.shape[0] + 1, dtype=np.int64)
         np.cumsum(np.bincount(rows, minlength=dense.shape[0]), out=indptr[1:])
         return cols.astype(np.int64), indptr
+
+    def _stored(self):
+        return [("stored values", f"{len(self._structure()[0])} of {self.size}")]
 
     @property
     def indices(self):

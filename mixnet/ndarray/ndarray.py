@@ -14,7 +14,7 @@ from ..base import MXNetError, OpError, dtype_np, is_number
 from ..context import Context, array_module, current_context, cpu
 from ..ops import dispatch, registry
 from ..ops.common import check_shape, infer as infer_shapes
-from .. import serialization
+from .. import _display, serialization
 from ..context import num_gpus
 
 __all__ = ["NDArray", "array", "empty", "from_numpy", "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
@@ -293,11 +293,19 @@ class NDArray:
     __hash__ = object.__hash__
 
     def __repr__(self):
-        shape = "x".join(str(d) for d in self.shape)
-        return f"\n{self.asnumpy()}\n<NDArray {shape} @{self._ctx}>"
+        """MXNet's form, '\\n[[1. 2.]]\\n<NDArray 1x2 @cpu(0)>', with the dtype when it is not float32
+        ('<NDArray 2 int32 @cpu(0)>') and 'scalar' for a 0-d array; a large array is summarised as numpy's
+        print options say, reading only the values shown."""
+        tag = _display.array_tag("NDArray", self.shape, self._data.dtype, self._ctx)
+        return f"\n{_display.preview(self._data)}\n{tag}"
 
     def __str__(self):
         return self.__repr__()
+
+    def _repr_html_(self):
+        """Jupyter's view: shape, dtype, device, the values (summarised as in the text repr) and, from
+        _display.STATS_FROM elements on, min/max/mean and the NaN/inf counts."""
+        return _display.array_html(self)
 
     def __getstate__(self):
         # MXNet's own form: the array's raw bytes (one .params record), so pickles move between the two.

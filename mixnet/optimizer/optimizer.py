@@ -31,7 +31,7 @@ import numpy as np
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, _wrap, array
 from ..ops import _fastpath
-from .. import _atomic, serialization
+from .. import _atomic, _display, serialization
 from ._multi_tensor import FlatCache
 
 __all__ = ["Optimizer", "register", "create", "get_updater", "Updater", "SGD", "ccSGD", "NAG", "Adam", "AdamW",
@@ -156,6 +156,25 @@ class Optimizer:
         self._last_groups = None          # (key, groups) of the last _grouped call
         self.set_lr_mult({})
         self.set_wd_mult({})
+
+    # ------------------------------------------------------------------ display
+    def _facts(self):
+        """[(name, value)]: the learning rate and weight decay, the class's own hyper-parameters (those set),
+        then the base ones that differ from their defaults (what the reprs show)."""
+        facts = [("learning_rate", self.learning_rate), ("wd", self.wd)]
+        facts += [(name, getattr(self, name)) for name in self._hparams if getattr(self, name, None) is not None]
+        if self.lr_scheduler is not None:
+            facts.append(("lr_scheduler", type(self.lr_scheduler).__name__))
+        defaults = (("rescale_grad", 1.0), ("clip_gradient", None), ("multi_precision", False))
+        facts += [(name, getattr(self, name)) for name, default in defaults if getattr(self, name) != default]
+        return facts
+
+    def __repr__(self):
+        """One line: 'SGD(learning_rate=0.1, wd=0.0, momentum=0.9, lazy_update=True)'."""
+        return _display.call_text(type(self).__name__, self._facts())
+
+    def _repr_html_(self):
+        return _display.facts_html(type(self).__name__, self._facts() + [("num_update", self.num_update)])
 
     # ------------------------------------------------------------------ registry
     @staticmethod

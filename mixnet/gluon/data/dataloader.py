@@ -31,6 +31,7 @@ from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
+from ... import _display
 from ...base import MXNetError
 from . import sampler as _sampler
 from ...ndarray import NDArray, array
@@ -535,6 +536,34 @@ class DataLoader:
         self._num_workers = int(num_workers) if num_workers and num_workers > 0 else 0
         self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
         self._batchify_fn = batchify_fn if batchify_fn is not None else default_batchify_fn
+
+    # ------------------------------------------------------------------ display
+    def _facts(self):
+        """[(name, value)]: the dataset and its length, how batches are made, how many, the workers (the reprs)."""
+        def length(obj):
+            try:
+                return len(obj)
+            except (TypeError, NotImplementedError):   # a dataset or sampler without a length
+                return "?"
+        facts = [("dataset", _display.Name(type(self._dataset).__name__)), ("samples", length(self._dataset))]
+        sampler = self._batch_sampler
+        if isinstance(sampler, _sampler.BatchSampler):
+            facts += [("batch_size", sampler._batch_size),
+                      ("shuffle", isinstance(sampler._sampler, _sampler.RandomSampler)),
+                      ("last_batch", sampler._last_batch)]
+        else:
+            facts.append(("batch_sampler", _display.Name(type(sampler).__name__)))
+        facts += [("batches", length(self)), ("num_workers", self._num_workers)]
+        if self._num_workers:
+            facts += [("thread_pool", self._thread_pool), ("prefetch", self._prefetch)]
+        return facts
+
+    def __repr__(self):
+        """One line: 'DataLoader(dataset=ArrayDataset, samples=100, batch_size=32, ..., batches=4, ...)'."""
+        return _display.call_text("DataLoader", self._facts())
+
+    def _repr_html_(self):
+        return _display.facts_html("DataLoader", self._facts())
 
     def _pin_ctx(self):
         return cpu_pinned(self._pin_device_id)
