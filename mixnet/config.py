@@ -173,7 +173,10 @@ class _Flag:
             if isinstance(value, str):
                 if self.parse is not _switch and self.parse is not str and not value.strip():
                     raise ValueError("is empty")
-                return self.parse(value)
+                try:
+                    return self.parse(value)
+                except ValueError as err:     # float()'s own message would name float, not the flag's type
+                    raise ValueError(err if self.parse is _positive_count else "is not a number") from None
             if self.parse is _switch:
                 if isinstance(value, numbers.Integral) and value in (0, 1):
                     return bool(value)

@@ -153,7 +153,7 @@ def test_set_get_and_describe_say_where_each_value_comes_from(monkeypatch, no_ov
     ({"NOPE": 1}, r"no flag named 'NOPE'; the flags are DEBUG_ERRORS, FUSE, .*MIRROR"),
     ({"FUSE": 2}, r"FUSE \(MIXNET_FUSE\) = 2: is of type int; expected a switch"),
     ({"FUSE_MIN_SIZE": 1.5}, "is not a whole number"),
-    ({"FUSE_MIN_SIZE": "many"}, "expected a whole number"),
+    ({"FUSE_MIN_SIZE": "many"}, r"= 'many': is not a number; expected a whole number"),
     ({"MAX_ELEMENTS": 0}, "expected a positive whole number"),
     ({"MAX_ELEMENTS": "-3"}, "is not a positive number"),           # the environment would warn and default
     ({"CACHE_MAX_MB": True}, "is of type bool; expected a number"),
