@@ -9,6 +9,7 @@
 __version__ = "0.1.0"
 
 from . import base  # noqa: F401
+from . import _logging  # noqa: F401  (the "mixnet" logger's NullHandler, before any module logs)
 from .base import MXNetError  # noqa: F401
 from . import context  # noqa: F401
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus  # noqa: F401

@@ -1,11 +1,24 @@
 """Environment flags. Each flag is documented here and read here only, and every read is at call time: a
-notebook can set `os.environ["MIXNET_LOG_COMPILES"] = "1"` (or `mx.config.LOG_COMPILES = True`) and the next
-hybridize trace logs, with no restart. Read as attributes, `config.FUSE`; assigning one (`config.FUSE = False`)
-overrides the environment for this process until `del config.FUSE` or until the environment variable changes
-(whichever was set last wins). A flag takes effect where it is used: FUSE,
-EPILOGUE, INPLACE and FUSE_MIN_SIZE when a hybridized block builds a plan (its first call per signature),
-LOG_COMPILES at each trace, DEBUG_ERRORS when an op fails, and so on. Switches are on for any value except "",
-0, false, no and off (any case).
+notebook can set `os.environ["MIXNET_LOG_COMPILES"] = "1"` (or `mx.config.set(LOG_COMPILES=True)`) and the next
+hybridize trace logs, with no restart. A flag takes effect where it is used: FUSE, EPILOGUE, INPLACE and
+FUSE_MIN_SIZE when a hybridized block builds a plan (its first call per signature), LOG_COMPILES at each trace,
+DEBUG_ERRORS when an op fails, and so on. Switches are on for any value except "", 0, false, no and off (any case).
+
+At run time (names as below, with or without the MIXNET_ prefix, in any case):
+    mx.config.set(FUSE=False, FUSE_MIN_SIZE=1000)   # checked by the flag's parser; None: back to the environment
+    mx.config.get("FUSE")                           # or mx.config.FUSE
+    with mx.config.override(MIXNET_FUSE=False): ... # the previous state comes back on exit
+    print(mx.config.describe())                     # each flag, its value and where it came from (default/env/set)
+A value set so (or assigned, `config.FUSE = False`) overrides the environment until `del config.FUSE`,
+`set(FUSE=None)` or until the environment variable changes (whichever was set last wins). Settings are
+process-wide, not per thread: a background kernel compile or a DataLoader thread sees them too, and an `override`
+block in one thread changes the flag for every thread while it runs.
+
+Logging. mixnet logs through `logging.getLogger("mixnet")` and its children, named by module
+(`mixnet.gluon.cached_graph`, `mixnet.codegen.numba_cpu`, `mixnet.lr_scheduler`, ...); the library adds only a
+NullHandler and never configures logging. LOG_COMPILES and SHOW_CODE are DEBUG records forced out by their switch:
+with the switch on they reach your handlers whatever the loggers' levels, or stderr when your program configured no
+logging; with it off, they appear only where you set a mixnet logger to DEBUG yourself (mixnet/_logging.py).
 
 MIXNET_DEBUG_ERRORS=1   keep the underlying numpy/cupy exception chained under mixnet's operator errors
                         (by default the OpError alone is shown: it names the op, shapes, dtypes and your line).
@@ -16,14 +29,16 @@ MIXNET_FUSE_REDUCE=0    an elementwise group read only by a sum, mean or _sum_to
                         instead of writing them; symbol/fuse.py). Results agree within float rounding.
 MIXNET_INPLACE=0        compiled graphs never write an elementwise result over an input that dies with it (the
                         debug switch for in-place reuse; results are identical either way).
-MIXNET_LOG_COMPILES=1   print every hybridize trace: the block, how many graphs it has, and why it traced again
-                        (first call, new shapes, dtypes, argument structure, device or training mode).
+MIXNET_LOG_COMPILES=1   log every hybridize trace: the block, how many graphs it has, and why it traced again
+                        (first call, new shapes, dtypes, argument structure, device or training mode; logger
+                        mixnet.gluon.cached_graph).
 MIXNET_EPILOGUE=0       hybridized graphs run without the GEMM epilogue pass (symbol/epilogue.py: a Dense layer's bias
                         and activation fused into its GEMM's node, an activation's backward and the bias gradient
                         into one pass); results are the same within float rounding either way.
 MIXNET_HYBRIDIZE_CHECK=1
                         every hybridize() checks its first calls as hybridize(check=True) does.
-MIXNET_SHOW_CODE=1      print the straight-line Python of every compiled graph (and every fused kernel's source).
+MIXNET_SHOW_CODE=1      log the straight-line Python of every compiled graph (and every fused kernel's source;
+                        loggers mixnet.symbol.compile, mixnet.codegen.numba_cpu and mixnet.codegen.cupy_gpu).
 MIXNET_VERIFY=1         verify graphs structurally after every graph pass.
 MIXNET_FUSE_MIN_SIZE=N  elementwise groups whose result has fewer than N elements are not fused (default 16384:
                         below that a fused kernel's call overhead costs more than the memory passes it saves).
@@ -63,10 +78,14 @@ MXNET_BACKWARD_DO_MIRROR=1
 One flag is read elsewhere: MIXNET_MXNET_ALIAS=0 (no `import mxnet` alias) is read by _mxnet_alias_finder.py,
 which runs from a .pth file at interpreter start-up, before (and without) importing mixnet.
 """
+import contextlib
+import numbers
 import os
 import sys
 import types
 import warnings
+
+from .base import MXNetError
 
 _FALSE = ("", "0", "false", "no", "off")
 
@@ -87,6 +106,15 @@ def _positive_count(text):
     if value < 1:
         raise ValueError("is not a positive number")
     return value
+
+
+# What each parser accepts, for the error of a value that is not one.
+_EXPECTED = {_switch: "a switch: True/False, 1/0, or a string such as '1', 'off'", _count: "a whole number",
+             _positive_count: "a positive whole number", float: "a number", str: "a path"}
+
+
+class ConfigError(MXNetError, ValueError):
+    """An unknown flag name, or a value the flag's parser refuses (mx.config.set / override / assignment)."""
 
 
 # The dict behind os.environ (CPython keeps every os.environ write in it, monkeypatch.setenv included), read
@@ -137,13 +165,59 @@ class _Flag:
             warnings.warn(f"{self.env}={raw!r} is not a positive number; using {self.default}", stacklevel=3)
             return self.default
 
+    def coerce(self, value):
+        """`value` as this flag holds it: a string goes through the flag's parser (as the environment's text
+        would, except that a value the parser refuses is an error, never the default); a bool, number or path
+        must be one the parser could have given. Raises ConfigError."""
+        try:
+            if isinstance(value, str):
+                if self.parse is not _switch and self.parse is not str and not value.strip():
+                    raise ValueError("is empty")
+                try:
+                    return self.parse(value)
+                except ValueError as err:     # float()'s own message would name float, not the flag's type
+                    raise ValueError(err if self.parse is _positive_count else "is not a number") from None
+            if self.parse is _switch:
+                if isinstance(value, numbers.Integral) and value in (0, 1):
+                    return bool(value)
+            elif self.parse is str:
+                if isinstance(value, os.PathLike):
+                    return os.fspath(value)
+            elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+                if self.parse is float:
+                    return float(value)
+                if not float(value).is_integer():
+                    raise ValueError("is not a whole number")
+                if self.parse is _positive_count and value < 1:
+                    raise ValueError("is not a positive number")
+                return int(value)
+            raise ValueError(f"is of type {type(value).__name__}")
+        except (ValueError, OverflowError) as err:
+            raise ConfigError(f"mx.config: {self.name} ({self.env}) = {value!r:.80}: {err}; expected "
+                              f"{_EXPECTED[self.parse]}") from None
+
+    def raw(self):
+        """The environment variable's text, or None when unset."""
+        return os.environ.get(self.env)
+
+    def source(self):
+        """Where the value read now comes from: 'set' (mx.config.set, override or an assignment), 'env' or
+        'default' (an environment variable set to an empty string counts as unset)."""
+        entry = _overrides.get(self.name)
+        raw = _ENVIRON.get(self._key) if _ENVIRON is not None else os.environ.get(self.env)
+        if entry is not None and entry[1] == raw:
+            return "set"
+        text = self.raw()
+        return "default" if text is None or (self.parse is not _switch and not text.strip()) else "env"
+
     def __set__(self, module, value):
         # Whichever was set last wins: the assignment holds until the environment variable changes. So a saved
         # value put back (`old = config.FUSE; ...; config.FUSE = old`), or pytest's monkeypatch undoing a setattr
         # and a setenv in either order, leaves the flag following the environment again instead of freezing it.
-        # Assigning the environment's own value is no override at all.
+        # Assigning the environment's own value is no override at all, and None puts the flag back to it.
+        value = None if value is None else self.coerce(value)
         _overrides.pop(self.name, None)
-        if value != self.__get__(module):
+        if value is not None and value != self.__get__(module):
             raw = _ENVIRON.get(self._key) if _ENVIRON is not None else os.environ.get(self.env)
             _overrides[self.name] = (value, raw)
 
@@ -179,6 +253,80 @@ def _max_elements():
     flag = _Config.MAX_ELEMENTS
     raw = os.environ.get(flag.env)
     return flag.default if raw is None else flag._parsed(raw)
+
+
+def _flags():
+    return [flag for flag in vars(_Config).values() if isinstance(flag, _Flag)]
+
+
+def _flag(name):
+    """The flag called `name`: its attribute name or its environment variable's, in any case."""
+    key = str(name).upper()
+    for flag in _flags():
+        if key in (flag.name, flag.env):
+            return flag
+    known = ", ".join(flag.name for flag in _flags())
+    raise ConfigError(f"mx.config: no flag named {name!r:.80}; the flags are {known} (each also by its "
+                      "environment variable's name, e.g. MIXNET_FUSE)")
+
+
+def _module():
+    return sys.modules[__name__]
+
+
+def set(**flags):     # shadows the builtin in this module, which uses none: `mx.config.set(...)` reads best
+    """Sets flags for this process: `mx.config.set(FUSE=False, MIXNET_FUSE_MIN_SIZE=1000)`. Every name and value is
+    checked before any is set (ConfigError naming the valid flags or the expected value); a value of None puts the
+    flag back to its environment variable or default. Process-wide, as an assignment `config.FUSE = False` is."""
+    checked = [(flag, None if value is None else flag.coerce(value))
+               for flag, value in ((_flag(name), value) for name, value in flags.items())]
+    for flag, value in checked:
+        flag.__set__(_module(), value)
+
+
+def get(name):
+    """The value of flag `name` now (`mx.config.get("FUSE")` is `mx.config.FUSE`)."""
+    return _flag(name).__get__(_module())
+
+
+@contextlib.contextmanager
+def override(**flags):
+    """`with mx.config.override(FUSE=False): ...` sets the flags as `set` does, and on exit puts back exactly what
+    was there before (an earlier setting, or following the environment). Process-wide, not per thread: other
+    threads see the overridden values while the block runs. Nested blocks unwind in order."""
+    names = [_flag(name).name for name in flags]
+    saved = {name: _overrides.get(name) for name in names}
+    set(**flags)
+    try:
+        yield
+    finally:
+        for name, entry in saved.items():
+            if entry is None:
+                _overrides.pop(name, None)
+            else:
+                _overrides[name] = entry
+
+
+def flag_table():
+    """One dict per flag: name, env (its variable), value, default, source ('default', 'env' or 'set') and raw
+    (the variable's text, None when unset)."""
+    module = _module()
+    return [{"name": flag.name, "env": flag.env, "value": flag.__get__(module), "default": flag.default,
+             "source": flag.source(), "raw": flag.raw()} for flag in _flags()]
+
+
+def describe(changed_only=False):
+    """A table of the flags: variable, value, where the value comes from (default; env: the environment variable;
+    set: mx.config.set, override or an assignment) and the default. `changed_only`: the flags not at their
+    default source."""
+    rows = [row for row in flag_table() if not changed_only or row["source"] != "default"]
+    if not rows:
+        return "every flag at its default"
+    cells = [(row["env"], repr(row["value"]), repr(row["default"]),
+              f"env {row['raw']!r:.60}" if row["source"] == "env" else row["source"]) for row in rows]
+    widths = [max(len(text) for text in column) for column in zip(("flag", "value", "default", ""), *cells)]
+    return "\n".join("  ".join(text.ljust(w) for text, w in zip(line, widths)).rstrip()
+                     for line in [("flag", "value", "default", "from")] + cells)
 
 
 _overrides = {}

@@ -15,6 +15,8 @@ from math import cos, pi
 
 __all__ = ["LRScheduler", "FactorScheduler", "MultiFactorScheduler", "PolyScheduler", "CosineScheduler"]
 
+_LOG = logging.getLogger(__name__)     # the rate changes, at INFO (MXNet logged them to the root logger)
+
 
 def _is_int(x):
     return isinstance(x, int) and not isinstance(x, bool)
@@ -92,10 +94,10 @@ class FactorScheduler(LRScheduler):
             self.base_lr *= self.factor
             if self.base_lr < self.stop_factor_lr:
                 self.base_lr = self.stop_factor_lr
-                logging.info("Update[%d]: now learning rate arrived at %0.5e, will not change in the future",
+                _LOG.info("Update[%d]: now learning rate arrived at %0.5e, will not change in the future",
                              num_update, self.base_lr)
             else:
-                logging.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
+                _LOG.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
         return self.base_lr
 
     def _catch_up(self, num_update):
@@ -109,7 +111,7 @@ class FactorScheduler(LRScheduler):
             except OverflowError:
                 lowered = 0.0
             self.base_lr = max(lowered, self.stop_factor_lr)
-            logging.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
+            _LOG.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
 
 
 class MultiFactorScheduler(LRScheduler):
@@ -137,7 +139,7 @@ class MultiFactorScheduler(LRScheduler):
             self.count = self.step[self.cur_step_ind]
             self.cur_step_ind += 1
             self.base_lr *= self.factor
-            logging.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
+            _LOG.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
         return self.base_lr
 
 

@@ -13,6 +13,8 @@ from . import symbol as sym
 from .base import MXNetError
 from .context import cpu
 
+_LOG = logging.getLogger(__name__)
+
 __all__ = ["BatchEndParam", "save_checkpoint", "load_params", "load_checkpoint"]
 
 # What batch_end_callback / eval_end_callback functions receive (MXNet's type name is BatchEndParams).
@@ -31,7 +33,7 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
     save_dict.update({"aux:%s" % k: v.as_in_context(cpu()) for k, v in aux_params.items()})
     param_name = _params_file(prefix, epoch)
     nd.save(param_name, save_dict)
-    logging.info('Saved checkpoint to "%s"', param_name)
+    _LOG.info('Saved checkpoint to "%s"', param_name)
 
 
 def split_params(save_dict, fname):
@@ -53,7 +55,7 @@ def load_params(prefix, epoch):
     fname = _params_file(prefix, epoch)
     save_dict = nd.load(fname)
     if not save_dict:
-        logging.warning("Params file '%s' is empty", fname)
+        _LOG.warning("Params file '%s' is empty", fname)
         return {}, {}
     return split_params(save_dict, fname)
 

@@ -49,17 +49,19 @@ Nothing here imports cupy until a kernel is launched or compiled.
 """
 import ast
 import math
+import logging
 import re
-import sys
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import config
+from .. import _logging, config
 from ..base import MXNetError
 from . import cache, templates
 from .safe_text import node_comment
+
+_LOG = logging.getLogger(__name__)     # MIXNET_SHOW_CODE: each kernel's source at DEBUG
 
 __all__ = ["Layout", "FLAT", "CudaSource", "render_kernel", "plan_layout", "launch_plan", "CudaKernel",
            "compile_kernel", "compile_cubin", "KernelCompileError", "BLOCK"]
@@ -421,9 +423,11 @@ class CudaKernel:
             if layout not in self.sources:
                 source = self.render(layout)
                 path = cache.store_source(source.text, ".cu")
-                if config.SHOW_CODE:
-                    print(f"// ---- mixnet kernel {path or '(not stored: no usable cache directory)'}\n"
-                          f"{self.render(layout, locations=True).text}", file=sys.stderr)
+                switch = config.SHOW_CODE
+                if _logging.debug_wanted(_LOG, switch):
+                    _logging.debug(_LOG, switch, "// ---- mixnet kernel %s\n%s",
+                                   path or "(not stored: no usable cache directory)",
+                                   self.render(layout, locations=True).text)
                 self.sources[layout], self.paths[layout] = source, path
             return self.sources[layout], self.paths[layout]
 

@@ -35,14 +35,16 @@ Rules of the generated code:
   (`render_kernel(group, locations=False)`), so the same math written on any line is one kernel and one file;
   MIXNET_SHOW_CODE=1 prints each new kernel's source with the lines (to stderr) and the path of its file.
 """
-import sys
+import logging
 import threading
 
-from .. import config
+from .. import _logging, config
 from . import approx, cache
 from .ir import Group, Ref, Step, group_from_nodes, inp, step  # noqa: F401 - re-exported: the IR's old home
 from .numba_common import Kernel, render_body, render_imports
 from .numba_reduce import ReduceKernel, render_reduce_kernel
+
+_LOG = logging.getLogger(__name__)     # MIXNET_SHOW_CODE: each kernel's source at DEBUG
 
 __all__ = ["Ref", "inp", "step", "Step", "Group", "render_kernel", "compile_kernel", "Kernel", "group_from_nodes"]
 
@@ -98,9 +100,10 @@ def compile_kernel(group, exact=None, parallel_threshold=None, compile_now=True)
                 kernel = Kernel(group, source, threshold)
             else:
                 kernel = ReduceKernel(group, source, threshold)
-            if config.SHOW_CODE:
-                where = kernel.path or "(in memory: no usable cache directory)"
-                print(f"# ---- mixnet kernel {where}\n{render_kernel(group, exact=exact)}", file=sys.stderr)
+            switch = config.SHOW_CODE
+            if _logging.debug_wanted(_LOG, switch):
+                _logging.debug(_LOG, switch, "# ---- mixnet kernel %s\n%s",
+                               kernel.path or "(in memory: no usable cache directory)", render_kernel(group, exact=exact))
             _kernels[key] = kernel
     if compile_now:
         kernel.ensure_compiled("serial")

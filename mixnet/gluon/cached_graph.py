@@ -8,13 +8,14 @@ straight-line code). Python control flow on traced values fails at the user's li
 contrib.cond / foreach / while_loop.
 """
 import contextvars
+import logging
 import threading
 import time
 import warnings
 
 import numpy as np
 
-from .. import _nest, autograd, compiler, config
+from .. import _logging, _nest, autograd, compiler, config
 from .._nest import mxnet_format, unflatten  # noqa: F401  (gluon.block and the compiler use them from here)
 from ..base import MXNetError, dtype_name
 from ..codegen import backend
@@ -30,6 +31,7 @@ from .. import symbol
 from ..symbol.executor import run_graph
 from .utils import InvalidArgument
 
+_LOG = logging.getLogger(__name__)     # MIXNET_LOG_COMPILES: one DEBUG record per trace
 TRACING = contextvars.ContextVar("mixnet_hybridize_tracing", default=False)
 EAGER = contextvars.ContextVar("mixnet_hybridize_eager", default=False)   # a hybridized ancestor runs eagerly
 
@@ -369,9 +371,10 @@ def _trace(block, args, key):
     start = time.perf_counter()
     graph = CachedGraph(block, args)
     graph.trace_seconds = time.perf_counter() - start
-    if config.LOG_COMPILES:
-        print(f"mixnet: hybridize traced {type(block).__name__} {block.name!r} (graph "
-              f"{len(block._cached_graphs) + 1}): {retrace_reason(key, block._cached_graphs)}")
+    switch = config.LOG_COMPILES
+    if _logging.debug_wanted(_LOG, switch):
+        _logging.debug(_LOG, switch, "hybridize traced %s %r (graph %d): %s", type(block).__name__, block.name,
+                       len(block._cached_graphs) + 1, retrace_reason(key, block._cached_graphs))
     block._cached_graphs[key] = graph
     block._last_graph = graph
     return graph, first_result

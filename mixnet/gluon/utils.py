@@ -8,6 +8,7 @@ raises), ``clip_global_norm`` works on float16 arrays on the CPU (the norm is ac
 a Python float, and ``download`` uses the standard library (urllib) and makes ``retries + 1`` attempts.
 """
 import hashlib
+import logging
 import os
 import ssl
 import urllib.request
@@ -17,6 +18,8 @@ import numpy as np
 
 from .._atomic import atomic_open
 from ..base import MXNetError
+
+_LOG = logging.getLogger(__name__)     # download: each attempt at INFO, a retry at WARNING
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download", "replace_file"]
 
@@ -173,7 +176,7 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
     attempts_left = retries + 1
     while True:
         try:
-            print("Downloading {} from {}...".format(fname, url))
+            _LOG.info("Downloading %s from %s...", fname, url)
             # A failed attempt (or a killed process: the next download cleans up) leaves no partial file behind.
             with atomic_open(fname, "wb") as f, urllib.request.urlopen(url, context=context) as response:
                 status = getattr(response, "status", None)
@@ -194,5 +197,5 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
             attempts_left -= 1
             if attempts_left <= 0:
                 raise
-            print("download failed due to {}, retrying, {} attempt{} left".format(
-                repr(err), attempts_left, "s" if attempts_left > 1 else ""))
+            _LOG.warning("download failed due to %r, retrying, %d attempt%s left", err, attempts_left,
+                         "s" if attempts_left > 1 else "")

@@ -18,6 +18,10 @@ from ..initializer import Uniform
 from ..io import DataBatch, DataDesc, DataIter
 from ..model import BatchEndParam, split_params
 
+# The default `logger`: MXNet's is the `logging` module itself (the root logger, which its functions configure
+# when nothing has); mixnet's records go to this child of the "mixnet" logger instead.
+LOGGER = logging.getLogger("mixnet.module")
+
 __all__ = ["BaseModule"]
 
 
@@ -61,7 +65,7 @@ def parse_data_desc(data_names, label_names, data_shapes, label_shapes):
 class BaseModule:
     """The training and inference loops shared by `Module` and `BucketingModule`."""
 
-    def __init__(self, logger=logging):
+    def __init__(self, logger=LOGGER):
         self.logger = logger
         self.binded = False
         self.for_training = False

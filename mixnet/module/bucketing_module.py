@@ -5,7 +5,6 @@ the parameters (it must hold every parameter any bucket uses); another bucket's 
 with the default one as `shared_module`, so its executor reads and the optimizer updates the very same arrays.
 Batches choose their bucket through `DataBatch.bucket_key` (with provide_data/provide_label for its shapes).
 """
-import logging
 import warnings
 
 import numpy as np
@@ -17,7 +16,7 @@ from ..context import cpu
 from ..initializer import Uniform
 from ..model import load_params
 from ..name import NameManager
-from .base_module import BaseModule, check_input_names
+from .base_module import LOGGER, BaseModule, check_input_names
 from .module import Module
 
 __all__ = ["BucketingModule"]
@@ -26,7 +25,7 @@ __all__ = ["BucketingModule"]
 class BucketingModule(BaseModule):
     """Modules over the symbols `sym_gen(key)` makes, sharing parameters; `default_bucket_key` is bound first."""
 
-    def __init__(self, sym_gen, default_bucket_key=None, logger=logging, context=cpu(), work_load_list=None,
+    def __init__(self, sym_gen, default_bucket_key=None, logger=LOGGER, context=cpu(), work_load_list=None,
                  fixed_param_names=None, state_names=None, group2ctxs=None, compression_params=None):
         super().__init__(logger=logger)
         if default_bucket_key is None:

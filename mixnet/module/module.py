@@ -11,7 +11,6 @@ more than one context raises MXNetError), no `mx.monitor` (install_monitor raise
 `init_optimizer` updates the weights in the store (a string kvstore such as 'local' or 'device' means no store,
 as MXNet does for a single device; a 'dist_*' string creates the MPI store, see docs/distributed.md).
 """
-import logging
 import warnings
 
 import numpy as np
@@ -25,7 +24,7 @@ from ..io import DataDesc
 from .. import kvstore as kvs
 from ..kvstore import KVStore
 from ..model import load_checkpoint
-from .base_module import BaseModule, check_input_names, parse_data_desc
+from .base_module import LOGGER, BaseModule, check_input_names, parse_data_desc
 
 __all__ = ["Module"]
 
@@ -49,7 +48,7 @@ class Module(BaseModule):
     get no gradient and are never updated. context: a Context (or a list holding one).
     """
 
-    def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",), logger=logging,
+    def __init__(self, symbol, data_names=("data",), label_names=("softmax_label",), logger=LOGGER,
                  context=cpu(), work_load_list=None, fixed_param_names=None, state_names=None, group2ctxs=None,
                  compression_params=None):
         super().__init__(logger=logger)
@@ -108,11 +107,11 @@ class Module(BaseModule):
         self._symbol.save("%s-symbol.json" % prefix, remove_amp_cast=remove_amp_cast)
         param_name = "%s-%04d.params" % (prefix, epoch)
         self.save_params(param_name)
-        logging.info('Saved checkpoint to "%s"', param_name)
+        self.logger.info('Saved checkpoint to "%s"', param_name)
         if save_optimizer_states:
             state_name = "%s-%04d.states" % (prefix, epoch)
             self.save_optimizer_states(state_name)
-            logging.info('Saved optimizer state to "%s"', state_name)
+            self.logger.info('Saved optimizer state to "%s"', state_name)
 
     # ------------------------------------------------------------------ names and shapes
     @property

@@ -2,6 +2,7 @@
 and `BucketSentenceIter` (batches of same-length buckets, the label being the next token)."""
 import bisect
 import random
+import warnings
 
 import numpy as np
 
@@ -44,7 +45,7 @@ def encode_sentences(sentences, vocab=None, invalid_label=-1, invalid_key="\n", 
 
 class BucketSentenceIter(DataIter):
     """Batches of encoded sentences for bucketing. Each sentence goes to the smallest bucket (length) that holds
-    it, padded with invalid_label; longer ones are discarded (with a printed warning, as MXNet does). Without
+    it, padded with invalid_label; longer ones are discarded (with a UserWarning; MXNet prints a line). Without
     `buckets`, every length that at least batch_size sentences have is a bucket. Labels are the data shifted by
     one step (the next token), invalid_label at the end. layout 'NT' gives (batch, length) batches, 'TN'
     (length, batch); each batch's bucket_key is its length."""
@@ -73,7 +74,9 @@ class BucketSentenceIter(DataIter):
             row = np.full((buckets[b],), invalid_label, dtype=dtype)
             row[:len(sentence)] = sentence
             filled[b].append(row)
-        print(f"WARNING: discarded {ndiscard} sentences longer than the largest bucket.")
+        if ndiscard:
+            warnings.warn(f"discarded {ndiscard} sentences longer than the largest bucket ({buckets[-1]})",
+                          stacklevel=2)
 
         kept = [b for b, rows in enumerate(filled) if rows]
         self.buckets = [buckets[b] for b in kept]

@@ -14,8 +14,9 @@ node, its op, the shapes and dtypes and the user's source line.
 """
 import copy
 import itertools
+import logging
 
-from .. import config
+from .. import _logging, config
 from ..base import MXNetError
 from ..codegen.safe_text import comment_text
 from ..ops import dispatch
@@ -24,6 +25,8 @@ from .graph import topo_order
 from .. import autograd
 from ..ndarray.ndarray import _wrap
 from .executor import run_graph
+
+_LOG = logging.getLogger(__name__)     # MIXNET_SHOW_CODE: each compiled graph's source at DEBUG
 
 __all__ = ["CompiledGraph"]
 
@@ -74,8 +77,7 @@ class CompiledGraph:
         self._kernel_ops = {f"K{k}": n.op.name for k, n in enumerate(nodes) if n.op is not None}
         self._timed_run = None        # built at the first call made while mx.profiler runs
         self._xp = ctx.xp
-        if config.SHOW_CODE:
-            print(f"# {filename}\n{self.source}")
+        _logging.debug(_LOG, config.SHOW_CODE, "# %s\n%s", filename, self.source)
 
     def with_buffers(self, out_buffers):
         """This graph's code writing into other planned buffers: `out_buffers` has the same keys, shapes and dtypes

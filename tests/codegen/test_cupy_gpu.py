@@ -358,13 +358,13 @@ def test_import_mixnet_and_rendering_leave_cupy_unimported(tmp_path):
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=os.getcwd())
 
 
-def test_show_code_prints_each_layout_once_and_stores_the_source(kernel_dir, monkeypatch, capsys):
+def test_show_code_logs_each_layout_once_and_stores_the_source(kernel_dir, monkeypatch, caplog):
     monkeypatch.setenv("MIXNET_SHOW_CODE", "1")
     kernel = cg.CudaKernel(chain_group("float64"))
     source, path = kernel.prepare(cg.Layout(2, (1,)))
     kernel.prepare(cg.Layout(2, (1,)))
-    err = capsys.readouterr().err
-    # printed with the user's lines; stored and compiled without them (the same math on any line: one kernel)
+    err = "\n".join(caplog.messages)
+    # logged with the user's lines; stored and compiled without them (the same math on any line: one kernel)
     located = cg.render_kernel(chain_group("float64"), cg.Layout(2, (1,))).text
     assert err.count("// ---- mixnet kernel") == 1 and path in err and located in err and HERE in located
     assert source.text == cg.render_kernel(chain_group("float64"), cg.Layout(2, (1,)), locations=False).text

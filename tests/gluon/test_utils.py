@@ -97,7 +97,7 @@ def test_check_sha1(tmp_path):
     assert not utils.check_sha1(str(f), digest.upper())
 
 
-def test_download_file_url(tmp_path, monkeypatch, capsys):
+def test_download_file_url(tmp_path, monkeypatch, caplog):
     src = tmp_path / "src" / "data.bin"
     src.parent.mkdir()
     payload = b"\x00mixnet\x01" * 100
@@ -112,12 +112,13 @@ def test_download_file_url(tmp_path, monkeypatch, capsys):
     assert os.listdir(out_dir) == ["data.bin"]  # no temporary file left behind
     # already there with the right hash: not downloaded again
     src.write_bytes(b"changed")
-    capsys.readouterr()
+    caplog.set_level("INFO", logger="mixnet.gluon.utils")
     assert utils.download(url, path=str(out_dir), sha1_hash=digest) == fname
-    assert "Downloading" not in capsys.readouterr().out
+    assert "Downloading" not in caplog.text
     assert (out_dir / "data.bin").read_bytes() == payload
     # overwrite=True fetches again; a file path (in a folder that does not exist yet) is used as is
     assert utils.download(url, path=str(out_dir), overwrite=True) == fname
+    assert [r.name for r in caplog.records] == ["mixnet.gluon.utils"] and "Downloading" in caplog.text
     assert (out_dir / "data.bin").read_bytes() == b"changed"
     target = tmp_path / "new" / "dir" / "x.bin"
     assert utils.download(url, path=str(target)) == str(target) and target.read_bytes() == b"changed"
@@ -126,17 +127,19 @@ def test_download_file_url(tmp_path, monkeypatch, capsys):
     assert utils.download(url) == "data.bin" and (tmp_path / "data.bin").exists()
 
 
-def test_download_failures(tmp_path, capsys):
+def test_download_failures(tmp_path, caplog):
     src = tmp_path / "a.txt"
     src.write_bytes(b"abc")
     with pytest.raises(MXNetError, match="hash does not match"):
         utils.download(src.as_uri(), path=str(tmp_path / "b.txt"), sha1_hash="0" * 40, retries=1)
     assert not (tmp_path / "b.txt").exists()
     assert os.listdir(tmp_path) == ["a.txt"]
-    capsys.readouterr()
+    caplog.clear()
+    caplog.set_level("INFO", logger="mixnet.gluon.utils")
     with pytest.raises(OSError):
         utils.download((tmp_path / "missing.txt").as_uri(), path=str(tmp_path / "c.txt"), retries=2)
-    assert capsys.readouterr().out.count("Downloading") == 3  # retries + 1 attempts
+    assert [r.levelname for r in caplog.records] == ["INFO", "WARNING", "INFO", "WARNING", "INFO"]  # 3 attempts
+    assert "retrying, 1 attempt left" in caplog.records[3].getMessage()
     with pytest.raises(MXNetError, match="retries"):
         utils.download(src.as_uri(), path=str(tmp_path / "d.txt"), retries=-1)
     with pytest.raises(MXNetError, match="file-name"):

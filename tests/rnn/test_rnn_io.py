@@ -8,7 +8,8 @@ from mixnet.base import MXNetError
 
 def test_bucket_sentence_iter_batches_labels_and_layouts():
     sentences = [[1, 2, 3], [4, 5], [6, 7, 8], [9], [1, 2, 3, 4, 5, 6, 7]]
-    it = mx.rnn.BucketSentenceIter(sentences, batch_size=2, buckets=[2, 3], invalid_label=0)
+    with pytest.warns(UserWarning, match=r"discarded 1 sentences longer than the largest bucket \(3\)"):
+        it = mx.rnn.BucketSentenceIter(sentences, batch_size=2, buckets=[2, 3], invalid_label=0)
     assert it.buckets == [2, 3] and it.default_bucket_key == 3
     assert it.provide_data[0].shape == (2, 3) and it.provide_label[0].name == "softmax_label"
     batches = list(it)
@@ -20,7 +21,8 @@ def test_bucket_sentence_iter_batches_labels_and_layouts():
         assert (label[:, -1] == 0).all()
     it.reset()
     assert len(list(it)) == 2
-    tn = mx.rnn.BucketSentenceIter(sentences, batch_size=2, buckets=[3], layout="TN")
+    with pytest.warns(UserWarning, match="discarded 1 sentences"):
+        tn = mx.rnn.BucketSentenceIter(sentences, batch_size=2, buckets=[3], layout="TN")
     assert tn.provide_data[0].shape == (3, 2) and next(tn).data[0].shape == (3, 2)
     auto = mx.rnn.BucketSentenceIter([[1, 2]] * 3 + [[1]], batch_size=2)
     assert auto.buckets == [2]
