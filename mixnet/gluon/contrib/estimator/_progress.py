@@ -44,6 +44,13 @@ def write_mode():
     return type(_open_bars[-1]).external_write_mode()
 
 
+def _short(name):
+    for prefix in ("training ", "validation "):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
 class Bar:
     """One tqdm bar for one pass over a data loader; `metrics` fill its postfix."""
 
@@ -65,7 +72,8 @@ class Bar:
             self.close()
 
     def _postfix(self):
-        return ", ".join(f"{name}: {value:.4f}" for name, value in (m.get() for m in self._metrics))
+        # the bar's description already says training or validation: drop the metric names' prefix
+        return ", ".join(f"{_short(name)}={value:.4f}" for name, value in (m.get() for m in self._metrics))
 
     @property
     def closed(self):
