@@ -1,14 +1,24 @@
 """`mx.callback`: the callbacks `Module.fit` calls, as in MXNet 1.x.
 
 Epoch-end callbacks are called as ``cb(epoch, symbol, arg_params, aux_params)``; batch-end callbacks as
-``cb(param)`` with a `mx.model.BatchEndParam` (epoch, nbatch, eval_metric, locals). They report through the
-`logging` module at INFO level, as MXNet's do.
+``cb(param)`` with a `mx.model.BatchEndParam` (epoch, nbatch, eval_metric, locals). They report at INFO level
+through the ``mixnet.callback`` logger, a child of ``mixnet`` that propagates to the root logger, so MXNet's
+usual ``logging.basicConfig(level=logging.INFO)`` shows them, with MXNet's messages word for word::
+
+    Epoch[0] Batch [0-50]  Speed: 1910.41 samples/sec  accuracy=0.200000      (tab-separated)
+    Iter[0] Batch[50] Train-accuracy=0.200000
+    [========--------] 50%
+    Epoch[0] Validation-accuracy=0.300000
+
+For Gluon training loops, `gluon.contrib.estimator` has the same reports (and a progress bar) as event handlers.
 """
 import logging
 import math
 import time
 
 from .model import save_checkpoint
+
+_log = logging.getLogger("mixnet.callback")
 
 __all__ = ["module_checkpoint", "do_checkpoint", "log_train_metric", "Speedometer", "ProgressBar",
            "LogValidationMetricsCallback"]
@@ -43,14 +53,19 @@ def log_train_metric(period, auto_reset=False):
     def _callback(param):
         if param.nbatch % period == 0 and param.eval_metric is not None:
             for name, value in param.eval_metric.get_name_value():
-                logging.info("Iter[%d] Batch[%d] Train-%s=%f", param.epoch, param.nbatch, name, value)
+                _log.info("Iter[%d] Batch[%d] Train-%s=%f", param.epoch, param.nbatch, name, value)
             if auto_reset:
                 param.eval_metric.reset_local()
     return _callback
 
 
 class Speedometer:
-    """Batch-end callback: logs samples/sec (and the metric) every `frequent` batches."""
+    """Batch-end callback: logs samples/sec (and the metric) every `frequent` batches.
+
+    The first batch of each epoch only starts the clock. With `auto_reset` the metric's local part is reset
+    after each report, so each line shows the metric of the last `frequent` batches (``Batch [50-100]``);
+    without it, the running value since the epoch began (``Batch [0-100]``).
+    """
 
     def __init__(self, batch_size, frequent=50, auto_reset=True):
         self.batch_size = batch_size
@@ -78,12 +93,12 @@ class Speedometer:
             if self.auto_reset:
                 param.eval_metric.reset_local()
                 msg = "Epoch[%d] Batch [%d-%d]\tSpeed: %.2f samples/sec" + "\t%s=%f" * len(name_value)
-                logging.info(msg, param.epoch, count - self.frequent, count, speed, *sum(name_value, ()))
+                _log.info(msg, param.epoch, count - self.frequent, count, speed, *sum(name_value, ()))
             else:
                 msg = "Epoch[%d] Batch [0-%d]\tSpeed: %.2f samples/sec" + "\t%s=%f" * len(name_value)
-                logging.info(msg, param.epoch, count, speed, *sum(name_value, ()))
+                _log.info(msg, param.epoch, count, speed, *sum(name_value, ()))
         else:
-            logging.info("Iter[%d] Batch [%d]\tSpeed: %.2f samples/sec", param.epoch, count, speed)
+            _log.info("Iter[%d] Batch [%d]\tSpeed: %.2f samples/sec", param.epoch, count, speed)
         self.tic = time.time()
 
 
@@ -99,7 +114,7 @@ class ProgressBar:
         filled_len = int(round(self.bar_len * count / float(self.total)))
         percents = math.ceil(100.0 * count / float(self.total))
         prog_bar = "=" * filled_len + "-" * (self.bar_len - filled_len)
-        logging.info("[%s] %s%s\r", prog_bar, percents, "%")
+        _log.info("[%s] %s%s\r", prog_bar, percents, "%")
 
 
 class LogValidationMetricsCallback:
@@ -109,4 +124,4 @@ class LogValidationMetricsCallback:
         if not param.eval_metric:
             return
         for name, value in param.eval_metric.get_name_value():
-            logging.info("Epoch[%d] Validation-%s=%f", param.epoch, name, value)
+            _log.info("Epoch[%d] Validation-%s=%f", param.epoch, name, value)
