@@ -251,3 +251,20 @@ def test_signatures_are_made_once_and_copy_as_equal():
     assert sig is inspect.signature(mx.sym.Concat)           # one per op, under all its names
     assert copy.deepcopy(sig) == sig and pickle.loads(pickle.dumps(sig)) == sig
     assert sig.replace(return_annotation=int).return_annotation is int
+
+
+def _gluon_classes():
+    from mixnet.gluon import loss, nn, rnn
+    for module in (nn, rnn, loss):
+        for name, obj in vars(module).items():
+            if isinstance(obj, type) and issubclass(obj, mx.gluon.Block) and not name.startswith("_"):
+                yield f"{module.__name__}.{name}", obj
+
+
+def test_public_gluon_classes_have_real_signatures():
+    generic = [name for name, cls in _gluon_classes()
+               if [p.kind for p in inspect.signature(cls).parameters.values()] == [P.VAR_POSITIONAL, P.VAR_KEYWORD]]
+    assert not generic, generic
+    assert len(list(_gluon_classes())) > 50
+    for cls in (mx.gluon.Trainer, mx.gluon.data.DataLoader, mx.gluon.nn.Dense, mx.gluon.rnn.LSTM):
+        assert "\nParameters\n" in inspect.getdoc(cls), cls
