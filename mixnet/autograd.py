@@ -72,7 +72,25 @@ class _Scope(contextlib.ContextDecorator):
 
 
 def record(train_mode=True):
-    """Records ops for backward inside the scope; training mode too unless train_mode=False."""
+    """A scope whose NDArray operations are recorded, so that `backward()` can differentiate them.
+
+    Parameters
+    ----------
+    train_mode : bool, default True
+        Also run in training mode (Dropout drops, BatchNorm updates its running statistics); False records
+        in inference mode.
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> x = mx.nd.array([1.0, 2.0, 3.0])
+    >>> x.attach_grad()
+    >>> with mx.autograd.record():
+    ...     y = (x * x).sum()
+    >>> y.backward()
+    >>> x.grad.asnumpy().tolist()
+    [2.0, 4.0, 6.0]
+    """
     return _Scope(True, train_mode)
 
 

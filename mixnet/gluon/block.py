@@ -469,7 +469,18 @@ class HybridBlock(Block):
 
         Threads: a hybridized block may be called from several threads at once (each call of a static_alloc
         plan gets a planned buffer set of its own; a new signature is traced once). Concurrent backward passes
-        into the same parameters' gradients are not supported (gluon/cached_op.py, "Threads")."""
+        into the same parameters' gradients are not supported (gluon/cached_op.py, "Threads").
+
+        Examples
+        --------
+        >>> import mixnet as mx
+        >>> net = mx.gluon.nn.HybridSequential()
+        >>> net.add(mx.gluon.nn.Dense(4, activation="relu", in_units=3), mx.gluon.nn.Dense(2, in_units=4))
+        >>> net.initialize(mx.init.Constant(0.25))
+        >>> net.hybridize()
+        >>> net(mx.nd.ones((1, 3))).asnumpy().tolist()      # traced and compiled on this first call
+        [[0.75, 0.75]]
+        """
         if check is None:
             check = config.HYBRIDIZE_CHECK
         self._checks_left = (2 if check is True else int(check)) if check else 0

@@ -60,8 +60,17 @@ def _log_softmax(F, x, axis):
 
 
 class Loss(HybridBlock):
-    """Base class of the losses. `weight`: a global scalar weight (None for none); `batch_axis`: the axis that
-    indexes samples (the output keeps it; every other axis is averaged)."""
+    """Base class of the losses: a HybridBlock called as `loss(pred, label, ...)` that returns one value per sample.
+
+    Parameters
+    ----------
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        The axis that indexes samples: the output keeps it and every other axis is averaged.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+    """
 
     def __init__(self, weight, batch_axis, **kwargs):
         super().__init__(**kwargs)
@@ -84,7 +93,29 @@ class Loss(HybridBlock):
 
 
 class L2Loss(Loss):
-    """0.5 * weight * (pred - label)^2, averaged over the non-batch axes."""
+    """Squared error: `0.5 * weight * (pred - label) ** 2`, averaged over the non-batch axes.
+
+    Parameters
+    ----------
+    weight : float, default 1.0
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        The axis that indexes samples: the output keeps it and every other axis is averaged.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` of any shape, `label` of the same number of elements, `sample_weight` (optional) broadcastable to the per-element loss.
+    Outputs: shape (batch,).
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> loss = mx.gluon.loss.L2Loss()
+    >>> loss(mx.nd.array([[1.0, 2.0]]), mx.nd.array([[1.0, 0.0]])).asnumpy().tolist()
+    [1.0]
+    """
 
     def __init__(self, weight=1.0, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -97,7 +128,22 @@ class L2Loss(Loss):
 
 
 class L1Loss(Loss):
-    """weight * |pred - label|, averaged over the non-batch axes."""
+    """Absolute error: `weight * |pred - label|`, averaged over the non-batch axes.
+
+    Parameters
+    ----------
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        The axis that indexes samples: the output keeps it and every other axis is averaged.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` of any shape, `label` of the same number of elements, `sample_weight` (optional) broadcastable to the per-element loss.
+    Outputs: shape (batch,).
+    """
 
     def __init__(self, weight=None, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -110,10 +156,30 @@ class L1Loss(Loss):
 
 
 class SigmoidBinaryCrossEntropyLoss(Loss):
-    """Binary cross-entropy. With from_sigmoid=False (default) `pred` are logits and the stable form
-    max(x, 0) - x*z + log(1 + exp(-|x|)) is used; `pos_weight` (broadcast against label) weights the positive
-    term: x - x*z + (1 + (pos_weight - 1)*z) * (log(1 + exp(-|x|)) + max(-x, 0)).
-    With from_sigmoid=True `pred` are probabilities: -(z*log(p + 1e-12)*pos_weight + (1-z)*log(1 - p + 1e-12))."""
+    """Binary cross-entropy of independent labels in [0, 1].
+
+    With from_sigmoid=False (default) `pred` are logits x and the numerically stable form
+    `max(x, 0) - x * z + log(1 + exp(-|x|))` is used; with `pos_weight` (broadcast against the label) it is
+    `x - x * z + (1 + (pos_weight - 1) * z) * (log(1 + exp(-|x|)) + max(-x, 0))`. With from_sigmoid=True
+    `pred` are probabilities p: `-(z * log(p + 1e-12) * pos_weight + (1 - z) * log(1 - p + 1e-12))`.
+
+    Parameters
+    ----------
+    from_sigmoid : bool, default False
+        Whether `pred` already went through a sigmoid.
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        The axis that indexes samples: the output keeps it and every other axis is averaged.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` of any shape, `label` of the same shape, `sample_weight` (optional) broadcastable to the per-element loss, `pos_weight` (optional) broadcastable to
+    `pred`: the weight of positive examples.
+    Outputs: shape (batch,).
+    """
 
     def __init__(self, from_sigmoid=False, weight=None, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -142,9 +208,38 @@ SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
 
 
 class SoftmaxCrossEntropyLoss(Loss):
-    """Softmax cross-entropy along `axis`. sparse_label=True: `label` holds class indices (shape of pred without
-    `axis`, or with it as 1); False: `label` is a distribution shaped like pred. from_logits=True: `pred` is
-    already a log-softmax."""
+    """Softmax cross-entropy along `axis`: `-sum(label * log_softmax(pred))`, or `-log_softmax(pred)[label]` for
+    class-index labels.
+
+    Parameters
+    ----------
+    axis : int, default -1
+        The class axis.
+    sparse_label : bool, default True
+        `label` holds class indices (pred's shape without `axis`, or with it as 1); False: a distribution
+        shaped like pred.
+    from_logits : bool, default False
+        `pred` is already a log-softmax.
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        The axis that indexes samples: the output keeps it and every other axis is averaged.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` of shape (batch, ..., classes) with classes on `axis`, `label` as sparse_label says, `sample_weight` (optional) broadcastable to the per-element loss.
+    Outputs: shape (batch,).
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> loss = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    >>> pred = mx.nd.array([[0.0, 0.0], [10.0, -10.0]])
+    >>> [round(v, 4) for v in loss(pred, mx.nd.array([0, 1])).asnumpy().tolist()]
+    [0.6931, 20.0]
+    """
 
     def __init__(self, axis=-1, sparse_label=True, from_logits=False, weight=None, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)

@@ -31,7 +31,37 @@ __all__ = ["Trainer"]
 
 
 class Trainer:
-    """Applies an Optimizer (a name with `optimizer_params`, or an instance) to Parameters."""
+    """Applies an Optimizer to a set of Parameters: `step(batch_size)` after `backward()` updates them from their
+    gradients.
+
+    Parameters
+    ----------
+    params : ParameterDict, dict or list of Parameter
+        The parameters to train (`net.collect_params()`); a parameter listed twice is trained once.
+    optimizer : str or Optimizer
+        An optimizer name ('sgd', 'adam', ...) or instance.
+    optimizer_params : dict, optional
+        The optimizer's keyword arguments when `optimizer` is a name, e.g. {'learning_rate': 0.1}.
+    kvstore : str or KVStore, default 'device'
+        How gradients are summed across devices and workers ('local', 'device', 'dist_sync', ... or None).
+    compression_params : dict, optional
+        Gradient compression settings for the KVStore.
+    update_on_kvstore : bool, optional
+        Run the update on the KVStore (None: decided from the KVStore type).
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> net = mx.gluon.nn.Dense(1, in_units=2)
+    >>> net.initialize(mx.init.One())
+    >>> trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5})
+    >>> with mx.autograd.record():
+    ...     loss = net(mx.nd.array([[1.0, 2.0]])).sum()
+    >>> loss.backward()
+    >>> trainer.step(batch_size=1)
+    >>> net.weight.data().asnumpy().tolist(), net.bias.data().asnumpy().tolist()
+    ([[0.5, 0.0]], [-0.5])
+    """
 
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device", compression_params=None,
                  update_on_kvstore=None):
@@ -244,7 +274,16 @@ class Trainer:
             self._init_params()
 
     def step(self, batch_size, ignore_stale_grad=False):
-        """One optimization step: rescale_grad = scale / batch_size, allreduce the gradients, update."""
+        """One optimization step: sums the gradients across devices, then updates every parameter with
+        rescale_grad = scale / batch_size.
+
+        Parameters
+        ----------
+        batch_size : int
+            The batch size the gradients were summed over (they are divided by it).
+        ignore_stale_grad : bool, default False
+            Skip parameters whose gradient was not written since the last step instead of raising.
+        """
         self._optimizer.rescale_grad = self._scale / batch_size
         self._prepare()
         self._allreduce_grads()

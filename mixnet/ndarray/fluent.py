@@ -1,4 +1,5 @@
 """NDArray's fluent methods (`x.sum(axis=1)`, `x.relu()`): each calls the nd function with x as first input."""
+from ..ops.docgen import method_signature
 from .ndarray import NDArray
 
 FLUENT = (
@@ -24,4 +25,7 @@ def _method(function):
         return function(self, *args, **kwargs)
     method.__name__ = function.__name__
     method.__doc__ = function.__doc__
+    signature = getattr(function, "__signature__", None)
+    if signature is not None:            # the function's, its first input being the array itself
+        method.__signature__ = method_signature(signature)
     return method

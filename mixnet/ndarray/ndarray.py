@@ -40,10 +40,26 @@ dispatch.WRAP = _wrap
 
 
 class NDArray:
-    """An n-dimensional array on a device. Create with `mx.nd.array`, `mx.nd.zeros`, ...
+    """An n-dimensional array on a device, with MXNet 1.x's NDArray API.
 
-    Attributes that are usually unset live on the class, so creating an array sets only its buffer and device.
+    Create one with `mx.nd.array`, `mx.nd.zeros`, `mx.nd.ones`, `mx.nd.arange`, ... rather than with the class.
+    Arithmetic, comparisons and indexing return new arrays (broadcasting like numpy); the op functions of
+    `mx.nd` are also methods (`x.sum(axis=1)`, `x.reshape((3, 2))`); `asnumpy()` copies the values out.
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> x = mx.nd.ones((2, 3))
+    >>> x.shape, x.size, x.context
+    ((2, 3), 6, cpu(0))
+    >>> (x * 2 + 1).sum(axis=1).asnumpy().tolist()
+    [9.0, 9.0]
+    >>> x[0, 1:].asnumpy().tolist()
+    [1.0, 1.0]
+    >>> x.reshape((3, 2)).T.shape
+    (2, 3)
     """
+    # Attributes that are usually unset live on the class, so creating an array sets only its buffer and device.
     _node = None          # autograd: a TapeNode (op output) or a Leaf (attach_grad), else None
     _oidx = 0             # which output of its TapeNode this array is
     _grad = None
@@ -521,8 +537,32 @@ def _legacy_scalar_key(key, ndim):
 # ---------------------------------------------------------------------------------------------------------
 # creation and interop
 def array(source_array, ctx=None, dtype=None):
-    """Creates an NDArray. float32 unless dtype is given, even from int64 numpy data (MXNet 1.x); an NDArray
-    source keeps its dtype."""
+    """Creates an NDArray from a nested list, a numpy array or another NDArray (copied).
+
+    Parameters
+    ----------
+    source_array : array_like or NDArray
+        The values.
+    ctx : Context, optional
+        The device (default: the current context, `mx.cpu()` unless a `with mx.gpu():` block says otherwise).
+    dtype : str or numpy dtype, optional
+        float32 unless given, even from int64 numpy data (MXNet 1.x); an NDArray source keeps its dtype.
+
+    Returns
+    -------
+    NDArray
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> x = mx.nd.array([[1, 2], [3, 4]])
+    >>> x.dtype, x.shape
+    (<class 'numpy.float32'>, (2, 2))
+    >>> (x * x).asnumpy().tolist()
+    [[1.0, 4.0], [9.0, 16.0]]
+    >>> mx.nd.array([1, 2], dtype="int32").dtype
+    <class 'numpy.int32'>
+    """
     ctx = ctx or current_context()
     if isinstance(source_array, NDArray):
         dtype = source_array._data.dtype if dtype is None else dtype

@@ -2,8 +2,7 @@
 import numpy as np
 
 from ..base import MXNetError
-from ..ops import dispatch, registry
-from ..ops.attrs import REQUIRED
+from ..ops import dispatch, docgen, registry
 from ..ops.binding import bind_call
 from ..symbol.symbol import make_function as symbol_function
 from .ndarray import NDArray, array
@@ -73,11 +72,8 @@ def make_function(op):
         return write_out(result, out)
     function.__name__ = op.name
     function.__qualname__ = op.name
-    attr_doc = "\n".join(f"    {k}: default {v.default!r}" for k, v in op.attrs.items()
-                         if v.default is not REQUIRED)
-    function.__doc__ = (op.doc or f"The {op.name} operator.") + (
-        f"\n\nInputs: {op.inputs if not callable(op.inputs) else 'depend on attributes'}"
-        + (f"\nAttributes:\n{attr_doc}" if attr_doc else ""))
+    function.__doc__ = docgen.nd_doc(op, op.name)
+    function.__signature__ = docgen.nd_signature(op)
     _FUNCTIONS[op.name] = (op, function)
     return function
 

@@ -21,7 +21,19 @@ class Attr:
         self.doc = doc
 
 
-REQUIRED = object()
+class _Required:
+    """The default of an attribute the user must give. Its repr is what a generated function's signature shows
+    for a required attribute that can also be given positionally (ops/docgen.py)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<required>"
+
+    def __reduce__(self):               # copies and pickles are the one marker (compared by identity)
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
 
 
 def _strip(text):

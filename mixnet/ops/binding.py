@@ -6,6 +6,7 @@ otherwise: while they are inputs, an explicit None marking an absent optional in
 fill attributes in declaration order; keywords name either.
 """
 from ..base import MXNetError
+from .attrs import REQUIRED
 
 
 def _is_input_list(value, is_input):
@@ -30,9 +31,12 @@ def bind_call(op, args, kwargs, is_input, named_variadic=False):
     attr_names = list(op.attrs)
     if len(args) > len(attr_names):
         raise MXNetError(f"{op.name}: too many positional arguments ({len(args)} beyond the inputs)")
-    given = dict(zip(attr_names, args))
+    # REQUIRED: a signature's marker for a required attribute passed back (bind().apply_defaults()): not given
+    given = {k: v for k, v in zip(attr_names, args) if v is not REQUIRED}
     keyword_inputs = {}
     for key, value in kwargs.items():
+        if value is REQUIRED:
+            continue
         if key in op.attrs:
             if key in given:
                 raise MXNetError(f"{op.name}: attribute {key!r} given twice")

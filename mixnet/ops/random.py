@@ -34,6 +34,7 @@ def _dtype_or(default):
             return None
         return parse_dtype(value)
     parse.__name__ = "optional_dtype"
+    parse.inner = parse_dtype          # read by describe.py and docgen.py, as optional()'s
     return parse
 
 

@@ -15,7 +15,7 @@ from .._atomic import write_atomic
 from .._operator_table import install_operators
 from .._source import user_location
 from ..base import MXNetError, NotImplementedForSymbol
-from ..ops import registry
+from ..ops import docgen, registry
 from ..ops.binding import bind_call
 from ..serialization import dtype_code
 from . import draw
@@ -549,7 +549,8 @@ def make_function(op, public_name=None):
         return create_node(op, inputs, given, name=name, attr=attr, name_hint=hint, missing=missing)
     function.__name__ = public_name
     function.__qualname__ = public_name
-    function.__doc__ = (op.doc or f"The {op.name} operator.") + "\n\nReturns a Symbol (a graph node)."
+    function.__doc__ = docgen.sym_doc(op, public_name)
+    function.__signature__ = docgen.sym_signature(op)
     _FUNCTIONS[key] = function
     return function
 

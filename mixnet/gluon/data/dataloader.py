@@ -492,17 +492,49 @@ class _MultiWorkerIter:
 
 
 class DataLoader:
-    """Loads mini-batches from a dataset.
+    """Loads mini-batches from a dataset, in the main process or in worker processes.
 
-    dataset: anything with ``__getitem__`` and ``__len__``. batch_size, shuffle, sampler, last_batch
-    ('keep' | 'discard' | 'rollover'): how to build the default `BatchSampler`; or batch_sampler: an iterable
-    of index lists (then none of the four may be given). batchify_fn: turns a list of samples into a batch
-    (default `default_batchify_fn`; see `mixnet.gluon.data.batchify` for padding). num_workers: 0 loads in
-    the main process; > 0 uses that many worker processes (threads with thread_pool=True). prefetch: how many
-    batches to keep in flight (default 2 * num_workers). timeout: seconds to wait for one batch from a worker
-    before raising `MXNetError` (None: no limit; a worker that dies raises `WorkerDiedError` at once either
-    way). pin_memory / pin_device_id: put batches on ``cpu_pinned(pin_device_id)``.
-    auto_reload and try_nopython are accepted for MXNet compatibility and ignored.
+    Parameters
+    ----------
+    dataset : Dataset
+        Anything with `__getitem__` and `__len__`.
+    batch_size : int, optional
+        The number of samples per batch (with the default batch sampler).
+    shuffle : bool, default False
+        Visit the samples in a new random order each epoch.
+    sampler : Sampler, optional
+        The order of the sample indices (instead of `shuffle`).
+    last_batch : {'keep', 'discard', 'rollover'}, optional
+        What to do with a last batch smaller than batch_size (default 'keep').
+    batch_sampler : Sampler, optional
+        An iterable of index lists, instead of batch_size, shuffle, sampler and last_batch (none of which may
+        then be given).
+    batchify_fn : callable, optional
+        Turns a list of samples into a batch (default `default_batchify_fn`; see `mixnet.gluon.data.batchify`
+        for padding).
+    num_workers : int, default 0
+        0 loads in the main process; > 0 uses that many worker processes (threads with thread_pool=True).
+    pin_memory : bool, default False
+        Put batches on `cpu_pinned(pin_device_id)`.
+    pin_device_id : int, default 0
+        The pinned-memory device.
+    prefetch : int, optional
+        How many batches to keep in flight (default 2 * num_workers).
+    thread_pool : bool, default False
+        Use threads instead of processes for the workers.
+    timeout : float, default 120
+        Seconds to wait for one batch from a worker before raising `MXNetError` (None: no limit; a worker that
+        dies raises `WorkerDiedError` at once either way).
+    auto_reload, try_nopython
+        Accepted for MXNet compatibility and ignored.
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> data = mx.gluon.data.ArrayDataset(mx.nd.arange(10).reshape((5, 2)), mx.nd.array([0, 1, 0, 1, 0]))
+    >>> loader = mx.gluon.data.DataLoader(data, batch_size=2)
+    >>> [(x.shape, y.shape) for x, y in loader]
+    [((2, 2), (2,)), ((2, 2), (2,)), ((1, 2), (1,))]
     """
 
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,

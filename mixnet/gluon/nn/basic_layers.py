@@ -14,7 +14,16 @@ __all__ = ["Sequential", "HybridSequential", "Dense", "Activation", "Dropout", "
 
 
 class Sequential(Block):
-    """Stacks Blocks; children are named '0', '1', ..."""
+    """Stacks Blocks: calling it calls each child in order on the previous one's output. Children are named
+    '0', '1', ... in the order `add` receives them.
+
+    Parameters
+    ----------
+    prefix : str, optional
+        The name prefix of the children's parameters.
+    params : ParameterDict, optional
+        Parameters to share.
+    """
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
@@ -51,7 +60,23 @@ class Sequential(Block):
 
 
 class HybridSequential(HybridBlock):
-    """Stacks HybridBlocks; children are named '0', '1', ..."""
+    """Stacks HybridBlocks: like Sequential, and `hybridize()` compiles the whole stack as one graph.
+
+    Parameters
+    ----------
+    prefix : str, optional
+        The name prefix of the children's parameters.
+    params : ParameterDict, optional
+        Parameters to share.
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> net = mx.gluon.nn.HybridSequential()
+    >>> net.add(mx.gluon.nn.Dense(3, in_units=2), mx.gluon.nn.Activation("relu"))
+    >>> len(net), type(net[0]).__name__
+    (2, 'Dense')
+    """
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
@@ -70,7 +95,46 @@ def _act_repr(activation):
 
 
 class Dense(HybridBlock):
-    """y = activation(x W^T + b). Weight (units, in_units); in_units 0 is inferred at the first forward."""
+    """A densely connected layer: `output = activation(dot(input, weight.T) + bias)`.
+
+    Parameters
+    ----------
+    units : int
+        The output size.
+    activation : str, optional
+        An activation applied to the output ('relu', 'sigmoid', 'tanh', 'softrelu', 'softsign'); None: linear.
+    use_bias : bool, default True
+        Whether the layer has a bias vector.
+    flatten : bool, default True
+        True: the input is reshaped to (batch, -1) first; False: the layer applies to the last axis only and
+        keeps the others.
+    dtype : str, default 'float32'
+        The parameters' dtype.
+    weight_initializer : str or Initializer, optional
+        The weight's initializer (default: the one given to `initialize`).
+    bias_initializer : str or Initializer, default 'zeros'
+        The bias's initializer.
+    in_units : int, default 0
+        The input size; 0 infers it from the first input.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data`, shape (batch, x1, ..., xn) with flatten=True, (x1, ..., xn, in_units) otherwise.
+    Outputs: shape (batch, units) with flatten=True, (x1, ..., xn, units) otherwise.
+    Parameters: `weight` (units, in_units) and `bias` (units,).
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> layer = mx.gluon.nn.Dense(2, in_units=3)
+    >>> layer.initialize(mx.init.Constant(0.5))
+    >>> layer(mx.nd.ones((1, 3))).asnumpy().tolist()
+    [[1.5, 1.5]]
+    >>> layer.weight.shape, layer.bias.data().asnumpy().tolist()
+    ((2, 3), [0.0, 0.0])
+    """
 
     def __init__(self, units, activation=None, use_bias=True, flatten=True, dtype="float32",
                  weight_initializer=None, bias_initializer="zeros", in_units=0, **kwargs):
@@ -101,6 +165,20 @@ class Dense(HybridBlock):
 
 
 class Activation(HybridBlock):
+    """Applies an activation function elementwise.
+
+    Parameters
+    ----------
+    activation : str
+        'relu', 'sigmoid', 'tanh', 'softrelu' or 'softsign'.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of any shape. Outputs: the same shape.
+    """
+
     def __init__(self, activation, **kwargs):
         self._act_type = activation
         super().__init__(**kwargs)
@@ -116,7 +194,22 @@ class Activation(HybridBlock):
 
 
 class Dropout(HybridBlock):
-    """Zeroes elements with probability `rate` while training (autograd.record()); identity otherwise."""
+    """Zeroes elements with probability `rate` while training (inside `autograd.record()`), scaling the others by
+    1 / (1 - rate); the identity otherwise.
+
+    Parameters
+    ----------
+    rate : float
+        The fraction of the input to drop, in [0, 1).
+    axes : tuple of int, default ()
+        Axes along which one mask is shared (variational dropout); () draws every element independently.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of any shape. Outputs: the same shape.
+    """
 
     def __init__(self, rate, axes=(), **kwargs):
         super().__init__(**kwargs)
@@ -157,7 +250,40 @@ class _ChannelNorm(HybridBlock):
 
 
 class BatchNorm(_ChannelNorm):
-    """Batch normalization; running statistics update while training (autograd.record())."""
+    """Batch normalization: normalizes each channel by the batch's mean and variance while training, by the
+    running statistics otherwise; the running statistics update while training (inside `autograd.record()`).
+
+    Parameters
+    ----------
+    axis : int, default 1
+        The channel axis (1 for NCHW data, -1 for NHWC).
+    momentum : float, default 0.9
+        The running statistics' momentum: running = momentum * running + (1 - momentum) * batch.
+    epsilon : float, default 1e-5
+        Added to the variance before its square root.
+    center : bool, default True
+        Learn an offset `beta`; False keeps it 0.
+    scale : bool, default True
+        Learn a scale `gamma`; False keeps it 1.
+    use_global_stats : bool, default False
+        Normalize by the running statistics while training too.
+    beta_initializer : str or Initializer, default 'zeros'
+        The initializer of beta.
+    gamma_initializer : str or Initializer, default 'ones'
+        The initializer of gamma.
+    running_mean_initializer : str or Initializer, default 'zeros'
+        The initializer of the running mean.
+    running_variance_initializer : str or Initializer, default 'ones'
+        The initializer of the running variance.
+    in_channels : int, default 0
+        The number of channels; 0 infers it from the first input.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of any shape with the channels on `axis`. Outputs: the same shape.
+    """
 
     def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True, use_global_stats=False,
                  beta_initializer="zeros", gamma_initializer="ones", running_mean_initializer="zeros",
@@ -185,7 +311,9 @@ class BatchNorm(_ChannelNorm):
 
 
 class BatchNormReLU(BatchNorm):
-    """BatchNorm followed by ReLU (MXNet 1.9's fused layer; same parameters and naming as BatchNorm)."""
+    """BatchNorm followed by ReLU (MXNet 1.9's fused layer): the same parameters, names and behaviour as
+    BatchNorm, then `relu`.
+    """
 
     def _alias(self):
         return "batchnorm"
@@ -195,6 +323,32 @@ class BatchNormReLU(BatchNorm):
 
 
 class InstanceNorm(_ChannelNorm):
+    """Instance normalization: normalizes each sample's channel over its spatial axes, then scales and shifts it.
+
+    Parameters
+    ----------
+    axis : int, default 1
+        The channel axis.
+    epsilon : float, default 1e-5
+        Added to the variance before its square root.
+    center : bool, default True
+        Learn an offset `beta`.
+    scale : bool, default False
+        Learn a scale `gamma`.
+    beta_initializer : str or Initializer, default 'zeros'
+        The initializer of beta.
+    gamma_initializer : str or Initializer, default 'ones'
+        The initializer of gamma.
+    in_channels : int, default 0
+        The number of channels; 0 infers it from the first input.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, ...) (channels on `axis`). Outputs: the same shape.
+    """
+
     def __init__(self, axis=1, epsilon=1e-5, center=True, scale=False, beta_initializer="zeros",
                  gamma_initializer="ones", in_channels=0, **kwargs):
         super().__init__(**kwargs)
@@ -211,6 +365,32 @@ class InstanceNorm(_ChannelNorm):
 
 
 class LayerNorm(_ChannelNorm):
+    """Layer normalization: normalizes each sample over `axis`, then scales and shifts it per element of that axis.
+
+    Parameters
+    ----------
+    axis : int, default -1
+        The axis normalized over.
+    epsilon : float, default 1e-5
+        Added to the variance before its square root.
+    center : bool, default True
+        Learn an offset `beta`.
+    scale : bool, default True
+        Learn a scale `gamma`.
+    beta_initializer : str or Initializer, default 'zeros'
+        The initializer of beta.
+    gamma_initializer : str or Initializer, default 'ones'
+        The initializer of gamma.
+    in_channels : int, default 0
+        The size of `axis`; 0 infers it from the first input.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of any shape. Outputs: the same shape.
+    """
+
     def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", in_channels=0, **kwargs):
         super().__init__(**kwargs)
@@ -228,8 +408,31 @@ class LayerNorm(_ChannelNorm):
 
 
 class GroupNorm(_ChannelNorm):
-    """Group normalization over axis 1. As in MXNet 1.9, gamma and beta have shape (num_groups,): one scale and
-    shift per group, not per channel (so nothing is inferred from the input)."""
+    """Group normalization over axis 1: the channels are split into `num_groups` groups, each normalized over its
+    channels and spatial axes. As in MXNet 1.9, gamma and beta have shape (num_groups,): one scale and shift per
+    group, not per channel (so nothing is inferred from the input).
+
+    Parameters
+    ----------
+    num_groups : int, default 1
+        The number of groups; it must divide the number of channels.
+    epsilon : float, default 1e-5
+        Added to the variance before its square root.
+    center : bool, default True
+        Learn an offset `beta`.
+    scale : bool, default True
+        Learn a scale `gamma`.
+    beta_initializer : str or Initializer, default 'zeros'
+        The initializer of beta.
+    gamma_initializer : str or Initializer, default 'ones'
+        The initializer of gamma.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, ...). Outputs: the same shape.
+    """
 
     def __init__(self, num_groups=1, epsilon=1e-5, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", **kwargs):
@@ -247,6 +450,29 @@ class GroupNorm(_ChannelNorm):
 
 
 class Embedding(HybridBlock):
+    """Maps integer indices to dense vectors: row `i` of `weight` for index `i`.
+
+    Parameters
+    ----------
+    input_dim : int
+        The vocabulary size: indices are in [0, input_dim).
+    output_dim : int
+        The size of each vector.
+    dtype : str, default 'float32'
+        The weight's dtype.
+    weight_initializer : str or Initializer, optional
+        The weight's initializer.
+    sparse_grad : bool, default False
+        The weight's gradient is row_sparse (only the looked-up rows), so optimizers update those rows lazily.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data`, indices of any shape (x1, ..., xn). Outputs: shape (x1, ..., xn, output_dim).
+    Parameters: `weight` (input_dim, output_dim).
+    """
+
     def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None, sparse_grad=False,
                  **kwargs):
         super().__init__(**kwargs)
@@ -268,6 +494,18 @@ class Embedding(HybridBlock):
 
 
 class Flatten(HybridBlock):
+    """Reshapes the input to two dimensions, keeping the first axis.
+
+    Parameters
+    ----------
+    **kwargs
+            `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, x1, ..., xn). Outputs: shape (batch, x1 * ... * xn).
+    """
+
     def hybrid_forward(self, F, x):
         return F.Flatten(x)
 
@@ -276,7 +514,15 @@ class Flatten(HybridBlock):
 
 
 class Lambda(Block):
-    """Wraps a function (or the name of an nd function) as a Block."""
+    """Wraps a function (or the name of an `mx.nd` function) as a Block.
+
+    Parameters
+    ----------
+    function : callable or str
+        Called with the block's inputs, e.g. `lambda x: x * 2`, or the name of an nd function such as 'tanh'.
+    prefix : str, optional
+        The block's name prefix.
+    """
 
     def __init__(self, function, prefix=None):
         super().__init__(prefix=prefix)
@@ -296,7 +542,16 @@ class Lambda(Block):
 
 
 class HybridLambda(HybridBlock):
-    """Wraps `function(F, *args)` (or the name of an F function) as a HybridBlock."""
+    """Wraps `function(F, *args)` (or the name of an F function) as a HybridBlock, so it can be hybridized.
+
+    Parameters
+    ----------
+    function : callable or str
+        Called as `function(F, x, *args)` with F the nd or sym namespace, e.g.
+        `lambda F, x: F.LeakyReLU(x, slope=0.1)`, or the name of an F function such as 'tanh'.
+    prefix : str, optional
+        The block's name prefix.
+    """
 
     def __init__(self, function, prefix=None):
         super().__init__(prefix=prefix)

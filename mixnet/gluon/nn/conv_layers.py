@@ -110,7 +110,45 @@ class _Conv(HybridBlock):
 
 
 class Conv1D(_Conv):
-    """1-D convolution over NCW input; weight (channels, in_channels / groups, *kernel_size)."""
+    """1-D convolution over (width):
+    `output = activation(conv(data, weight) + bias)`.
+
+    Parameters
+    ----------
+    channels : int
+        The number of output channels.
+    kernel_size : int or tuple of int
+        The kernel's size along each spatial axis (W); an int for all of them.
+    strides : int or tuple of int, default 1
+        The stride along each spatial axis.
+    padding : int or tuple of int, default 0
+        The zero padding added to both sides of each spatial axis.
+    dilation : int or tuple of int, default 1
+        The kernel's dilation along each spatial axis.
+    groups : int, default 1
+        Split the channels into this many groups convolved separately (channels and in_channels must divide).
+    layout : str, default 'NCW'
+        The data layout: 'NCW'.
+    activation : str, optional
+        An activation applied to the output ('relu', 'sigmoid', ...); None: linear.
+    use_bias : bool, default True
+        Whether the layer has a bias vector.
+    weight_initializer : str or Initializer, optional
+        The weight's initializer (default: the one given to `initialize`).
+    bias_initializer : str or Initializer, default 'zeros'
+        The bias's initializer.
+    in_channels : int, default 0
+        The number of input channels; 0 infers it from the first input.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, in_channels, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_w), each
+    `out = floor((in + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1`.
+    Parameters: `weight` (channels, in_channels / groups, *kernel_size) and `bias` (channels,).
+    """
 
     def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1, groups=1, layout="NCW",
                  activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros", in_channels=0,
@@ -120,7 +158,47 @@ class Conv1D(_Conv):
 
 
 class Conv1DTranspose(_Conv):
-    """1-D transposed convolution over NCW input; weight (in_channels, channels / groups, *kernel_size)."""
+    """1-D transposed convolution (the gradient of a convolution, used to upsample) over (width):
+    `output = activation(conv(data, weight) + bias)`.
+
+    Parameters
+    ----------
+    channels : int
+        The number of output channels.
+    kernel_size : int or tuple of int
+        The kernel's size along each spatial axis (W); an int for all of them.
+    strides : int or tuple of int, default 1
+        The stride along each spatial axis.
+    padding : int or tuple of int, default 0
+        The zero padding added to both sides of each spatial axis.
+    output_padding : int or tuple of int, default 0
+        Added to one side of each output dimension (resolves the output size when stride > 1).
+    dilation : int or tuple of int, default 1
+        The kernel's dilation along each spatial axis.
+    groups : int, default 1
+        Split the channels into this many groups convolved separately (channels and in_channels must divide).
+    layout : str, default 'NCW'
+        The data layout: 'NCW' (the only one).
+    activation : str, optional
+        An activation applied to the output ('relu', 'sigmoid', ...); None: linear.
+    use_bias : bool, default True
+        Whether the layer has a bias vector.
+    weight_initializer : str or Initializer, optional
+        The weight's initializer (default: the one given to `initialize`).
+    bias_initializer : str or Initializer, default 'zeros'
+        The bias's initializer.
+    in_channels : int, default 0
+        The number of input channels; 0 infers it from the first input.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, in_channels, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_w), each
+    `out = (in - 1) * stride - 2 * padding + dilation * (kernel_size - 1) + output_padding + 1`.
+    Parameters: `weight` (in_channels, channels / groups, *kernel_size) and `bias` (channels,).
+    """
 
     def __init__(self, channels, kernel_size, strides=1, padding=0, output_padding=0, dilation=1, groups=1,
                  layout="NCW", activation=None, use_bias=True, weight_initializer=None,
@@ -131,7 +209,45 @@ class Conv1DTranspose(_Conv):
 
 
 class Conv2D(_Conv):
-    """2-D convolution over NCHW input; weight (channels, in_channels / groups, *kernel_size)."""
+    """2-D convolution over (height, width):
+    `output = activation(conv(data, weight) + bias)`.
+
+    Parameters
+    ----------
+    channels : int
+        The number of output channels.
+    kernel_size : int or tuple of int
+        The kernel's size along each spatial axis (H, W); an int for all of them.
+    strides : int or tuple of int, default 1
+        The stride along each spatial axis.
+    padding : int or tuple of int, default 0
+        The zero padding added to both sides of each spatial axis.
+    dilation : int or tuple of int, default 1
+        The kernel's dilation along each spatial axis.
+    groups : int, default 1
+        Split the channels into this many groups convolved separately (channels and in_channels must divide).
+    layout : str, default 'NCHW'
+        The data layout: 'NCHW' or 'NHWC'.
+    activation : str, optional
+        An activation applied to the output ('relu', 'sigmoid', ...); None: linear.
+    use_bias : bool, default True
+        Whether the layer has a bias vector.
+    weight_initializer : str or Initializer, optional
+        The weight's initializer (default: the one given to `initialize`).
+    bias_initializer : str or Initializer, default 'zeros'
+        The bias's initializer.
+    in_channels : int, default 0
+        The number of input channels; 0 infers it from the first input.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, in_channels, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_h, out_w), each
+    `out = floor((in + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1`.
+    Parameters: `weight` (channels, in_channels / groups, *kernel_size) and `bias` (channels,).
+    """
 
     def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1, groups=1, layout="NCHW",
                  activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros", in_channels=0,
@@ -141,7 +257,47 @@ class Conv2D(_Conv):
 
 
 class Conv2DTranspose(_Conv):
-    """2-D transposed convolution over NCHW input; weight (in_channels, channels / groups, *kernel_size)."""
+    """2-D transposed convolution (the gradient of a convolution, used to upsample) over (height, width):
+    `output = activation(conv(data, weight) + bias)`.
+
+    Parameters
+    ----------
+    channels : int
+        The number of output channels.
+    kernel_size : int or tuple of int
+        The kernel's size along each spatial axis (H, W); an int for all of them.
+    strides : int or tuple of int, default 1
+        The stride along each spatial axis.
+    padding : int or tuple of int, default 0
+        The zero padding added to both sides of each spatial axis.
+    output_padding : int or tuple of int, default 0
+        Added to one side of each output dimension (resolves the output size when stride > 1).
+    dilation : int or tuple of int, default 1
+        The kernel's dilation along each spatial axis.
+    groups : int, default 1
+        Split the channels into this many groups convolved separately (channels and in_channels must divide).
+    layout : str, default 'NCHW'
+        The data layout: 'NCHW' (the only one).
+    activation : str, optional
+        An activation applied to the output ('relu', 'sigmoid', ...); None: linear.
+    use_bias : bool, default True
+        Whether the layer has a bias vector.
+    weight_initializer : str or Initializer, optional
+        The weight's initializer (default: the one given to `initialize`).
+    bias_initializer : str or Initializer, default 'zeros'
+        The bias's initializer.
+    in_channels : int, default 0
+        The number of input channels; 0 infers it from the first input.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, in_channels, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_h, out_w), each
+    `out = (in - 1) * stride - 2 * padding + dilation * (kernel_size - 1) + output_padding + 1`.
+    Parameters: `weight` (in_channels, channels / groups, *kernel_size) and `bias` (channels,).
+    """
 
     def __init__(self, channels, kernel_size, strides=1, padding=0, output_padding=0, dilation=1, groups=1,
                  layout="NCHW", activation=None, use_bias=True, weight_initializer=None,
@@ -152,7 +308,45 @@ class Conv2DTranspose(_Conv):
 
 
 class Conv3D(_Conv):
-    """3-D convolution over NCDHW input; weight (channels, in_channels / groups, *kernel_size)."""
+    """3-D convolution over (depth, height, width):
+    `output = activation(conv(data, weight) + bias)`.
+
+    Parameters
+    ----------
+    channels : int
+        The number of output channels.
+    kernel_size : int or tuple of int
+        The kernel's size along each spatial axis (D, H, W); an int for all of them.
+    strides : int or tuple of int, default 1
+        The stride along each spatial axis.
+    padding : int or tuple of int, default 0
+        The zero padding added to both sides of each spatial axis.
+    dilation : int or tuple of int, default 1
+        The kernel's dilation along each spatial axis.
+    groups : int, default 1
+        Split the channels into this many groups convolved separately (channels and in_channels must divide).
+    layout : str, default 'NCDHW'
+        The data layout: 'NCDHW' or 'NDHWC'.
+    activation : str, optional
+        An activation applied to the output ('relu', 'sigmoid', ...); None: linear.
+    use_bias : bool, default True
+        Whether the layer has a bias vector.
+    weight_initializer : str or Initializer, optional
+        The weight's initializer (default: the one given to `initialize`).
+    bias_initializer : str or Initializer, default 'zeros'
+        The bias's initializer.
+    in_channels : int, default 0
+        The number of input channels; 0 infers it from the first input.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, in_channels, D, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_d, out_h, out_w), each
+    `out = floor((in + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1`.
+    Parameters: `weight` (channels, in_channels / groups, *kernel_size) and `bias` (channels,).
+    """
 
     def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1, groups=1, layout="NCDHW",
                  activation=None, use_bias=True, weight_initializer=None, bias_initializer="zeros", in_channels=0,
@@ -162,7 +356,47 @@ class Conv3D(_Conv):
 
 
 class Conv3DTranspose(_Conv):
-    """3-D transposed convolution over NCDHW input; weight (in_channels, channels / groups, *kernel_size)."""
+    """3-D transposed convolution (the gradient of a convolution, used to upsample) over (depth, height, width):
+    `output = activation(conv(data, weight) + bias)`.
+
+    Parameters
+    ----------
+    channels : int
+        The number of output channels.
+    kernel_size : int or tuple of int
+        The kernel's size along each spatial axis (D, H, W); an int for all of them.
+    strides : int or tuple of int, default 1
+        The stride along each spatial axis.
+    padding : int or tuple of int, default 0
+        The zero padding added to both sides of each spatial axis.
+    output_padding : int or tuple of int, default 0
+        Added to one side of each output dimension (resolves the output size when stride > 1).
+    dilation : int or tuple of int, default 1
+        The kernel's dilation along each spatial axis.
+    groups : int, default 1
+        Split the channels into this many groups convolved separately (channels and in_channels must divide).
+    layout : str, default 'NCDHW'
+        The data layout: 'NCDHW' (the only one).
+    activation : str, optional
+        An activation applied to the output ('relu', 'sigmoid', ...); None: linear.
+    use_bias : bool, default True
+        Whether the layer has a bias vector.
+    weight_initializer : str or Initializer, optional
+        The weight's initializer (default: the one given to `initialize`).
+    bias_initializer : str or Initializer, default 'zeros'
+        The bias's initializer.
+    in_channels : int, default 0
+        The number of input channels; 0 infers it from the first input.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, in_channels, D, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_d, out_h, out_w), each
+    `out = (in - 1) * stride - 2 * padding + dilation * (kernel_size - 1) + output_padding + 1`.
+    Parameters: `weight` (in_channels, channels / groups, *kernel_size) and `bias` (channels,).
+    """
 
     def __init__(self, channels, kernel_size, strides=1, padding=0, output_padding=0, dilation=1, groups=1,
                  layout="NCDHW", activation=None, use_bias=True, weight_initializer=None,
@@ -203,12 +437,62 @@ class _Pooling(HybridBlock):
 
 
 class MaxPool1D(_Pooling):
+    """1-D maximum pooling over (width).
+
+    Parameters
+    ----------
+    pool_size : int or tuple of int, default 2
+        The window's size along each spatial axis (W).
+    strides : int or tuple of int, optional
+        The window's stride; None: pool_size.
+    padding : int or tuple of int, default 0
+        The padding added to both sides of each spatial axis.
+    layout : str, default 'NCW'
+        The data layout, channels-first ('NCW') or channels-last.
+    ceil_mode : bool, default False
+        Round the output size up instead of down (MXNet's pooling_convention 'full').
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_w), each
+    `out = floor((in + 2 * padding - pool_size) / strides) + 1` (ceil with ceil_mode=True).
+    """
+
     def __init__(self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False, **kwargs):
         super().__init__(_tuple(pool_size, 1, "pool_size"), strides, padding, ceil_mode, False, "max", layout,
                          **kwargs)
 
 
 class AvgPool1D(_Pooling):
+    """1-D average pooling over (width).
+
+    Parameters
+    ----------
+    pool_size : int or tuple of int, default 2
+        The window's size along each spatial axis (W).
+    strides : int or tuple of int, optional
+        The window's stride; None: pool_size.
+    padding : int or tuple of int, default 0
+        The padding added to both sides of each spatial axis.
+    layout : str, default 'NCW'
+        The data layout, channels-first ('NCW') or channels-last.
+    ceil_mode : bool, default False
+        Round the output size up instead of down (MXNet's pooling_convention 'full').
+    count_include_pad : bool, default True
+        Count the padding elements in each average.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_w), each
+    `out = floor((in + 2 * padding - pool_size) / strides) + 1` (ceil with ceil_mode=True).
+    """
+
     def __init__(self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False,
                  count_include_pad=True, **kwargs):
         super().__init__(_tuple(pool_size, 1, "pool_size"), strides, padding, ceil_mode, False, "avg", layout,
@@ -216,22 +500,102 @@ class AvgPool1D(_Pooling):
 
 
 class GlobalMaxPool1D(_Pooling):
+    """1-D global maximum pooling: the maximum over all of (width) per channel.
+
+    Parameters
+    ----------
+    layout : str, default 'NCW'
+        The data layout, channels-first ('NCW') or channels-last.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, W) in the channels-first layout.
+    Outputs: shape (batch, channels, 1).
+    """
+
     def __init__(self, layout="NCW", **kwargs):
         super().__init__((1,) * 1, None, 0, True, True, "max", layout, **kwargs)
 
 
 class GlobalAvgPool1D(_Pooling):
+    """1-D global average pooling: the average over all of (width) per channel.
+
+    Parameters
+    ----------
+    layout : str, default 'NCW'
+        The data layout, channels-first ('NCW') or channels-last.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, W) in the channels-first layout.
+    Outputs: shape (batch, channels, 1).
+    """
+
     def __init__(self, layout="NCW", **kwargs):
         super().__init__((1,) * 1, None, 0, True, True, "avg", layout, **kwargs)
 
 
 class MaxPool2D(_Pooling):
+    """2-D maximum pooling over (height, width).
+
+    Parameters
+    ----------
+    pool_size : int or tuple of int, default 2
+        The window's size along each spatial axis (H, W).
+    strides : int or tuple of int, optional
+        The window's stride; None: pool_size.
+    padding : int or tuple of int, default 0
+        The padding added to both sides of each spatial axis.
+    layout : str, default 'NCHW'
+        The data layout, channels-first ('NCHW') or channels-last.
+    ceil_mode : bool, default False
+        Round the output size up instead of down (MXNet's pooling_convention 'full').
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_h, out_w), each
+    `out = floor((in + 2 * padding - pool_size) / strides) + 1` (ceil with ceil_mode=True).
+    """
+
     def __init__(self, pool_size=2, strides=None, padding=0, layout="NCHW", ceil_mode=False, **kwargs):
         super().__init__(_tuple(pool_size, 2, "pool_size"), strides, padding, ceil_mode, False, "max", layout,
                          **kwargs)
 
 
 class AvgPool2D(_Pooling):
+    """2-D average pooling over (height, width).
+
+    Parameters
+    ----------
+    pool_size : int or tuple of int, default 2
+        The window's size along each spatial axis (H, W).
+    strides : int or tuple of int, optional
+        The window's stride; None: pool_size.
+    padding : int or tuple of int, default 0
+        The padding added to both sides of each spatial axis.
+    layout : str, default 'NCHW'
+        The data layout, channels-first ('NCHW') or channels-last.
+    ceil_mode : bool, default False
+        Round the output size up instead of down (MXNet's pooling_convention 'full').
+    count_include_pad : bool, default True
+        Count the padding elements in each average.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_h, out_w), each
+    `out = floor((in + 2 * padding - pool_size) / strides) + 1` (ceil with ceil_mode=True).
+    """
+
     def __init__(self, pool_size=2, strides=None, padding=0, layout="NCHW", ceil_mode=False,
                  count_include_pad=True, **kwargs):
         super().__init__(_tuple(pool_size, 2, "pool_size"), strides, padding, ceil_mode, False, "avg", layout,
@@ -239,22 +603,102 @@ class AvgPool2D(_Pooling):
 
 
 class GlobalMaxPool2D(_Pooling):
+    """2-D global maximum pooling: the maximum over all of (height, width) per channel.
+
+    Parameters
+    ----------
+    layout : str, default 'NCHW'
+        The data layout, channels-first ('NCHW') or channels-last.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, 1, 1).
+    """
+
     def __init__(self, layout="NCHW", **kwargs):
         super().__init__((1,) * 2, None, 0, True, True, "max", layout, **kwargs)
 
 
 class GlobalAvgPool2D(_Pooling):
+    """2-D global average pooling: the average over all of (height, width) per channel.
+
+    Parameters
+    ----------
+    layout : str, default 'NCHW'
+        The data layout, channels-first ('NCHW') or channels-last.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, 1, 1).
+    """
+
     def __init__(self, layout="NCHW", **kwargs):
         super().__init__((1,) * 2, None, 0, True, True, "avg", layout, **kwargs)
 
 
 class MaxPool3D(_Pooling):
+    """3-D maximum pooling over (depth, height, width).
+
+    Parameters
+    ----------
+    pool_size : int or tuple of int, default 2
+        The window's size along each spatial axis (D, H, W).
+    strides : int or tuple of int, optional
+        The window's stride; None: pool_size.
+    padding : int or tuple of int, default 0
+        The padding added to both sides of each spatial axis.
+    layout : str, default 'NCDHW'
+        The data layout, channels-first ('NCDHW') or channels-last.
+    ceil_mode : bool, default False
+        Round the output size up instead of down (MXNet's pooling_convention 'full').
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, D, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_d, out_h, out_w), each
+    `out = floor((in + 2 * padding - pool_size) / strides) + 1` (ceil with ceil_mode=True).
+    """
+
     def __init__(self, pool_size=2, strides=None, padding=0, layout="NCDHW", ceil_mode=False, **kwargs):
         super().__init__(_tuple(pool_size, 3, "pool_size"), strides, padding, ceil_mode, False, "max", layout,
                          **kwargs)
 
 
 class AvgPool3D(_Pooling):
+    """3-D average pooling over (depth, height, width).
+
+    Parameters
+    ----------
+    pool_size : int or tuple of int, default 2
+        The window's size along each spatial axis (D, H, W).
+    strides : int or tuple of int, optional
+        The window's stride; None: pool_size.
+    padding : int or tuple of int, default 0
+        The padding added to both sides of each spatial axis.
+    layout : str, default 'NCDHW'
+        The data layout, channels-first ('NCDHW') or channels-last.
+    ceil_mode : bool, default False
+        Round the output size up instead of down (MXNet's pooling_convention 'full').
+    count_include_pad : bool, default True
+        Count the padding elements in each average.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, D, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, out_d, out_h, out_w), each
+    `out = floor((in + 2 * padding - pool_size) / strides) + 1` (ceil with ceil_mode=True).
+    """
+
     def __init__(self, pool_size=2, strides=None, padding=0, layout="NCDHW", ceil_mode=False,
                  count_include_pad=True, **kwargs):
         super().__init__(_tuple(pool_size, 3, "pool_size"), strides, padding, ceil_mode, False, "avg", layout,
@@ -262,17 +706,61 @@ class AvgPool3D(_Pooling):
 
 
 class GlobalMaxPool3D(_Pooling):
+    """3-D global maximum pooling: the maximum over all of (depth, height, width) per channel.
+
+    Parameters
+    ----------
+    layout : str, default 'NCDHW'
+        The data layout, channels-first ('NCDHW') or channels-last.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, D, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, 1, 1, 1).
+    """
+
     def __init__(self, layout="NCDHW", **kwargs):
         super().__init__((1,) * 3, None, 0, True, True, "max", layout, **kwargs)
 
 
 class GlobalAvgPool3D(_Pooling):
+    """3-D global average pooling: the average over all of (depth, height, width) per channel.
+
+    Parameters
+    ----------
+    layout : str, default 'NCDHW'
+        The data layout, channels-first ('NCDHW') or channels-last.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, D, H, W) in the channels-first layout.
+    Outputs: shape (batch, channels, 1, 1, 1).
+    """
+
     def __init__(self, layout="NCDHW", **kwargs):
         super().__init__((1,) * 3, None, 0, True, True, "avg", layout, **kwargs)
 
 
 class ReflectionPad2D(HybridBlock):
-    """Pads the two spatial axes of NCHW input by reflection."""
+    """Pads the two spatial axes of NCHW input by reflection (the border row/column is not repeated).
+
+    Parameters
+    ----------
+    padding : int or tuple of int, default 0
+        An int pads every side by that much; otherwise 8 values in `pad(mode='reflect')`'s pad_width order,
+        the first four 0 (batch and channel axes are not padded).
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (batch, channels, H, W). Outputs: shape (batch, channels, H + 2p, W + 2p) for an
+    int padding p.
+    """
 
     def __init__(self, padding=0, **kwargs):
         super().__init__(**kwargs)

@@ -187,7 +187,43 @@ class _RNNLayer(HybridBlock):
 
 
 class RNN(_RNNLayer):
-    """Elman RNN, h_t = activation(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh), activation 'relu' or 'tanh'."""
+    """A multi-layer Elman RNN: `h_t = activation(W_ih x_t + b_ih + W_hh h_(t-1) + b_hh)`.
+
+    Parameters
+    ----------
+    hidden_size : int
+        The size of the hidden state.
+    num_layers : int, default 1
+        The number of stacked layers.
+    activation : str, default 'relu'
+        'relu' or 'tanh'.
+    layout : str, default 'TNC'
+        The input and output layout: 'TNC' (time, batch, channels) or 'NTC'.
+    dropout : float, default 0
+        Dropout applied to the outputs of every layer but the last, while training.
+    bidirectional : bool, default False
+        Also run each layer backwards in time and concatenate both directions' outputs.
+    i2h_weight_initializer, h2h_weight_initializer : str or Initializer, optional
+        The initializers of the input-to-hidden and hidden-to-hidden weights.
+    i2h_bias_initializer, h2h_bias_initializer : str or Initializer, default 'zeros'
+        The initializers of the biases.
+    input_size : int, default 0
+        The input's channel count; 0 infers it from the first input.
+    dtype : str, default 'float32'
+        The parameters' dtype.
+    use_sequence_length : bool, default False
+        The call takes a `sequence_length` input (batch,) and each sequence stops at its length.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (T, N, C) for 'TNC' ((N, T, C) for 'NTC'); `states` (optional): a list of one array, the hidden state, each of
+    shape (num_layers * D, N, hidden_size), D = 2 if bidirectional else 1 (zeros when not given);
+    `sequence_length` (N,) with use_sequence_length=True.
+    Outputs: `out` of shape (T, N, D * hidden_size) for 'TNC' ((N, T, D * hidden_size) for 'NTC'), and, when
+    states were given, the final states in the same form as `states`.
+    """
 
     def __init__(self, hidden_size, num_layers=1, activation="relu", layout="TNC", dropout=0, bidirectional=False,
                  i2h_weight_initializer=None, h2h_weight_initializer=None, i2h_bias_initializer="zeros",
@@ -201,7 +237,60 @@ class RNN(_RNNLayer):
 
 
 class LSTM(_RNNLayer):
-    """Long short-term memory layer (gates i, f, g, o); optional projection (LSTMP) and cell-state clipping."""
+    """A multi-layer long short-term memory layer (gates i, f, g, o), with an optional projection (LSTMP) and
+    cell-state clipping.
+
+    Parameters
+    ----------
+    hidden_size : int
+        The size of the hidden state.
+    num_layers : int, default 1
+        The number of stacked layers.
+    layout : str, default 'TNC'
+        The input and output layout: 'TNC' (time, batch, channels) or 'NTC'.
+    dropout : float, default 0
+        Dropout applied to the outputs of every layer but the last, while training.
+    bidirectional : bool, default False
+        Also run each layer backwards in time and concatenate both directions' outputs.
+    i2h_weight_initializer, h2h_weight_initializer : str or Initializer, optional
+        The initializers of the input-to-hidden and hidden-to-hidden weights.
+    i2h_bias_initializer, h2h_bias_initializer : str or Initializer, default 'zeros'
+        The initializers of the biases.
+    input_size : int, default 0
+        The input's channel count; 0 infers it from the first input.
+    dtype : str, default 'float32'
+        The parameters' dtype.
+    use_sequence_length : bool, default False
+        The call takes a `sequence_length` input (batch,) and each sequence stops at its length.
+    projection_size : int, optional
+        Project the hidden state to this size (LSTMP); None: no projection.
+    h2r_weight_initializer : str or Initializer, optional
+        The projection weight's initializer.
+    state_clip_min, state_clip_max : float, optional
+        Clip the cell state to [min, max] (both or neither).
+    state_clip_nan : bool, default False
+        With clipping, also replace NaN cell states by the bounds.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (T, N, C) for 'TNC' ((N, T, C) for 'NTC'); `states` (optional): a list [h, c] of the hidden and cell states, each of
+    shape (num_layers * D, N, hidden_size), D = 2 if bidirectional else 1 (zeros when not given);
+    `sequence_length` (N,) with use_sequence_length=True.
+    Outputs: `out` of shape (T, N, D * hidden_size) for 'TNC' ((N, T, D * hidden_size) for 'NTC'), and, when
+    states were given, the final states in the same form as `states`.
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> layer = mx.gluon.rnn.LSTM(hidden_size=4, num_layers=2)
+    >>> layer.initialize()
+    >>> x = mx.nd.ones((5, 3, 8))                      # (T, N, C)
+    >>> out, (h, c) = layer(x, layer.begin_state(batch_size=3))
+    >>> out.shape, h.shape, c.shape
+    ((5, 3, 4), (2, 3, 4), (2, 3, 4))
+    """
 
     def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0, bidirectional=False, input_size=0,
                  i2h_weight_initializer=None, h2h_weight_initializer=None, i2h_bias_initializer="zeros",
@@ -215,7 +304,42 @@ class LSTM(_RNNLayer):
 
 
 class GRU(_RNNLayer):
-    """Gated recurrent unit layer (gates r, z, n; the reset gate multiplies the h2h product with its bias)."""
+    """A multi-layer gated recurrent unit layer (gates r, z, n; the reset gate multiplies the hidden-to-hidden
+    product including its bias, as cuDNN and MXNet do).
+
+    Parameters
+    ----------
+    hidden_size : int
+        The size of the hidden state.
+    num_layers : int, default 1
+        The number of stacked layers.
+    layout : str, default 'TNC'
+        The input and output layout: 'TNC' (time, batch, channels) or 'NTC'.
+    dropout : float, default 0
+        Dropout applied to the outputs of every layer but the last, while training.
+    bidirectional : bool, default False
+        Also run each layer backwards in time and concatenate both directions' outputs.
+    i2h_weight_initializer, h2h_weight_initializer : str or Initializer, optional
+        The initializers of the input-to-hidden and hidden-to-hidden weights.
+    i2h_bias_initializer, h2h_bias_initializer : str or Initializer, default 'zeros'
+        The initializers of the biases.
+    input_size : int, default 0
+        The input's channel count; 0 infers it from the first input.
+    dtype : str, default 'float32'
+        The parameters' dtype.
+    use_sequence_length : bool, default False
+        The call takes a `sequence_length` input (batch,) and each sequence stops at its length.
+    **kwargs
+        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+
+    Notes
+    -----
+    Inputs: `data` of shape (T, N, C) for 'TNC' ((N, T, C) for 'NTC'); `states` (optional): a list of one array, the hidden state, each of
+    shape (num_layers * D, N, hidden_size), D = 2 if bidirectional else 1 (zeros when not given);
+    `sequence_length` (N,) with use_sequence_length=True.
+    Outputs: `out` of shape (T, N, D * hidden_size) for 'TNC' ((N, T, D * hidden_size) for 'NTC'), and, when
+    states were given, the final states in the same form as `states`.
+    """
 
     def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0, bidirectional=False, input_size=0,
                  i2h_weight_initializer=None, h2h_weight_initializer=None, i2h_bias_initializer="zeros",

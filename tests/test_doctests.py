@@ -1,0 +1,30 @@
+"""The `>>>` examples in the docstrings of the main entry points run, and print what they say."""
+import doctest
+import importlib
+
+import pytest
+
+# module -> the least number of examples it holds (so a docstring losing its examples fails here too)
+MODULES = {
+    "mixnet.ndarray.ndarray": 2,        # NDArray, nd.array
+    "mixnet.autograd": 1,               # autograd.record
+    "mixnet.gluon.block": 1,            # HybridBlock.hybridize
+    "mixnet.gluon.nn.basic_layers": 2,  # HybridSequential, Dense
+    "mixnet.gluon.rnn.rnn_layer": 1,    # LSTM
+    "mixnet.gluon.loss": 2,             # L2Loss, SoftmaxCrossEntropyLoss
+    "mixnet.gluon.trainer": 1,          # Trainer
+    "mixnet.gluon.data.dataloader": 1,  # DataLoader
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_docstring_examples_run(name):
+    module = importlib.import_module(name)
+    finder = doctest.DocTestFinder()
+    tests = [t for t in finder.find(module) if t.examples]
+    assert len(tests) >= MODULES[name], f"{name}: {len(tests)} docstrings with examples"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for test in tests:
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} examples failed (output above)"
