@@ -77,6 +77,10 @@ class Context(metaclass=_ContextMeta):
         _CURRENT.reset(self._token)
         self._token = None
 
+    def __reduce__(self):
+        # by device, not by state: the cached array module (_xp) cannot be pickled and is looked up again
+        return (_context, (self.device_type, self.device_id))
+
     def empty_cache(self):
         """Frees cached device memory (cupy's pool on a GPU; nothing to do on the CPU)."""
         if self.device_type == "gpu":
@@ -85,6 +89,11 @@ class Context(metaclass=_ContextMeta):
 
 _CPU0 = Context("cpu", 0)
 _CURRENT = contextvars.ContextVar("mixnet_context", default=_CPU0)
+
+
+def _context(device_type, device_id):
+    """An unpickled Context: cpu(0) is the shared instance (identity makes the dispatcher's device check quick)."""
+    return cpu() if (device_type, device_id) == ("cpu", 0) else Context(device_type, device_id)
 
 
 def cpu(device_id=0):

@@ -441,6 +441,17 @@ class HybridBlock(Block):
         self._last_graph = None
         self._checks_left = 0
 
+    def __getstate__(self):
+        # the compiled graphs hold generated code and modules, and a lock cannot be pickled: all are rebuilt
+        state = dict(self.__dict__)
+        for key in ("_cached_graphs", "_last_graph", "_trace_lock", "_in_structure"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._cached_graphs, self._last_graph, self._trace_lock = {}, None, threading.RLock()
+
     def register_child(self, block, name=None):
         super().register_child(block, name)
         # a new or replaced child changes the graph: the next call re-traces (and export needs that call first)

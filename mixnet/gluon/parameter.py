@@ -124,6 +124,18 @@ class Parameter:
             return nd_module.zeros_like_array(arr)
         return sparse.zeros(self._grad_stype, arr.shape, ctx=arr.context, dtype=arr.dtype)
 
+    def __getstate__(self):
+        # pickled (and deep-copied) with its values, not its Trainer nor its cached symbol variable; gradients
+        # are allocated again by the next backward
+        state = dict(self.__dict__)
+        state["_trainer"], state["_var"], state["_var_key"] = None, None, None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for arr in self._data or ():
+            self._mark(arr)          # an unpickled NDArray is plain data: make it this parameter's leaf again
+
     def _set_trainer(self, trainer):
         """The Trainer of this parameter (a sparse parameter's rows live in its KVStore: only one Trainer)."""
         if self._stype != "default" and self._trainer is not None and trainer is not None \
