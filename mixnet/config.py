@@ -9,6 +9,9 @@ LOG_COMPILES at each trace, DEBUG_ERRORS when an op fails, and so on. Switches a
 
 MIXNET_DEBUG_ERRORS=1   keep the underlying numpy/cupy exception chained under mixnet's operator errors
                         (by default the OpError alone is shown: it names the op, shapes, dtypes and your line).
+MIXNET_FULL_TRACEBACK=1 tracebacks of mixnet's errors keep mixnet's own frames (by default an error reaching your code
+                        from an op call, a Block call or backward() shows only your frames and one line of mixnet's;
+                        _source.hide_internals). For debugging mixnet itself.
 MIXNET_FUSE=0           hybridized graphs run without elementwise fusion (the debug switch; results are within the
                         fused kernels' stated ulp bounds of each other).
 MIXNET_FUSE_REDUCE=0    an elementwise group read only by a sum, mean or _sum_to over all, leading or trailing axes
@@ -66,7 +69,6 @@ which runs from a .pth file at interpreter start-up, before (and without) import
 import os
 import sys
 import types
-import warnings
 
 _FALSE = ("", "0", "false", "no", "off")
 
@@ -134,7 +136,8 @@ class _Flag:
         try:
             return self.parse(raw)
         except ValueError:
-            warnings.warn(f"{self.env}={raw!r} is not a positive number; using {self.default}", stacklevel=3)
+            from ._source import warn   # local: _source reads flags from this module
+            warn(f"{self.env}={raw!r} is not a positive number; using {self.default}")
             return self.default
 
     def __set__(self, module, value):
@@ -153,6 +156,7 @@ class _Flag:
 
 class _Config(types.ModuleType):
     DEBUG_ERRORS = _Flag("MIXNET_DEBUG_ERRORS", _switch, False)
+    FULL_TRACEBACK = _Flag("MIXNET_FULL_TRACEBACK", _switch, False)
     FUSE = _Flag("MIXNET_FUSE", _switch, True)
     FUSE_REDUCE = _Flag("MIXNET_FUSE_REDUCE", _switch, True)
     INPLACE = _Flag("MIXNET_INPLACE", _switch, True)

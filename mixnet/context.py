@@ -1,10 +1,10 @@
 """Devices. `mx.cpu()` computes with numpy, `mx.gpu(i)` with cupy; this module is the only place that knows."""
 import contextvars
 import functools
-import warnings
 
 import numpy as np
 
+from ._source import warn
 from .base import MXNetError
 
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "array_module"]
@@ -16,14 +16,12 @@ class _ContextMeta(type):
 
     @property
     def default_ctx(cls):
-        warnings.warn("Context.default_ctx is deprecated (as in MXNet); use mx.current_context()",
-                      DeprecationWarning, stacklevel=2)
+        warn("Context.default_ctx is deprecated (as in MXNet); use mx.current_context()", DeprecationWarning)
         return _CURRENT.get()
 
     @default_ctx.setter
     def default_ctx(cls, ctx):
-        warnings.warn("Context.default_ctx is deprecated (as in MXNet); use `with ctx:`",
-                      DeprecationWarning, stacklevel=2)
+        warn("Context.default_ctx is deprecated (as in MXNet); use `with ctx:`", DeprecationWarning)
         if not isinstance(ctx, Context):
             raise MXNetError(f"Context.default_ctx must be a Context, got {type(ctx).__name__}")
         _CURRENT.set(ctx)

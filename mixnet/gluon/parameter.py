@@ -4,11 +4,11 @@ Unknown dimensions are 0 until the first forward fills them in. Gradient buffers
 first backward or `grad()` call), so inference never pays for them.
 """
 import re
-import warnings
 from collections import OrderedDict
 
 import numpy as np
 
+from .._source import warn
 from .. import autograd
 from .. import initializer as init_module
 from ..base import MXNetError, dtype_np
@@ -149,8 +149,8 @@ class Parameter:
         """Allocates and initializes the data on ctx (a Context or list). Precedence of initializers: `init`
         given here, then the parameter's own `init`, then `default_init` (the Block-level argument)."""
         if self._data is not None and not force_reinit:
-            warnings.warn(f"Parameter {self.name!r} is already initialized, ignoring. Set force_reinit=True to "
-                          "re-initialize.", stacklevel=2)
+            warn(f"Parameter {self.name!r} is already initialized, ignoring. Set force_reinit=True to "
+                 "re-initialize.")
             return
         self._data = None
         ctx_list = _ctx_list(ctx)
@@ -395,8 +395,8 @@ class Constant(Parameter):
     @grad_req.setter
     def grad_req(self, req):
         if req != "null":
-            warnings.warn(f"Constant parameter {self.name!r} does not support grad_req other than 'null'; "
-                          f"ignoring {req!r}", stacklevel=2)
+            warn(f"Constant parameter {self.name!r} does not support grad_req other than 'null'; "
+                 f"ignoring {req!r}")
         self._grad_req = "null"
 
 

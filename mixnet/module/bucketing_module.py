@@ -6,10 +6,10 @@ with the default one as `shared_module`, so its executor reads and the optimizer
 Batches choose their bucket through `DataBatch.bucket_key` (with provide_data/provide_label for its shapes).
 """
 import logging
-import warnings
 
 import numpy as np
 
+from .._source import warn
 from .. import ndarray as nd
 from .. import symbol as sym
 from ..base import MXNetError
@@ -108,8 +108,7 @@ class BucketingModule(BaseModule):
                              allow_missing=allow_missing, force_init=force_init, allow_extra=allow_extra)
             return
         if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. set_params call ignored.",
-                          stacklevel=2)
+            warn("Parameters already initialized and force_init=False. set_params call ignored.")
             return
         self._curr_module.set_params(arg_params, aux_params, allow_missing=allow_missing, force_init=force_init,
                                      allow_extra=allow_extra)

@@ -10,7 +10,8 @@ import numpy as np
 
 from .._mode import MODE
 from .._operator_table import OPERATORS, install_operators
-from ..base import MXNetError, OpError, dtype_np, is_number
+from .._source import hide_internals, warn
+from ..base import InputDtypeWarning, MXNetError, OpError, dtype_np, is_number
 from ..context import Context, array_module, current_context, cpu
 from ..ops import dispatch, registry
 from ..ops.common import check_shape, infer as infer_shapes
@@ -201,7 +202,13 @@ class NDArray:
 
     # ---------------------------------------------------------------- autograd
     def attach_grad(self, grad_req="write", stype=None):
-        """Allocates self.grad (zeros) and marks the array as a leaf whose gradient backward() writes."""
+        """Allocates self.grad (zeros) and marks the array as a leaf whose gradient backward() writes. The
+        gradient has the array's dtype: on an integer array it is truncated (1.5 becomes 1), as in MXNet,
+        which is warned about (InputDtypeWarning); attach it to a float copy instead (x.astype('float32'))."""
+        if self._data.dtype.kind in "iub" and grad_req != "null":
+            warn(f"attach_grad() on an {self._data.dtype.name} array: its gradient is {self._data.dtype.name} too, so "
+                 "backward() truncates it (1.5 becomes 1), as MXNet does. Differentiate a float copy instead: "
+                 "x = x.astype('float32'); x.attach_grad()", InputDtypeWarning)
         from .. import autograd  # lazy: autograd imports ndarray
         from ._storage import check_stype, zeros  # lazy: _storage subclasses NDArray
         stype = check_stype(stype or self.stype, "attach_grad")
@@ -213,7 +220,11 @@ class NDArray:
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         from .. import autograd  # lazy: autograd imports ndarray
-        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+        try:
+            autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
 
     # ---------------------------------------------------------------- in-place writes
     def _bump_version(self):
@@ -455,9 +466,13 @@ def _operator_method(entry, reflected):
         return method
 
     def method(self, other):
-        if type(other) is NDArray:         # the hot path: one call into the dispatcher
-            return _apply(_OP_CACHE.get(array_op) or _op(array_op), (self, other), _NO_ATTRS)
-        return _binary(self, other, array_op, scalar_op)
+        try:
+            if type(other) is NDArray:         # the hot path: one call into the dispatcher
+                return _apply(_OP_CACHE.get(array_op) or _op(array_op), (self, other), _NO_ATTRS)
+            return _binary(self, other, array_op, scalar_op)
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
     return method
 
 
