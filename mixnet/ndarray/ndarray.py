@@ -11,7 +11,7 @@ import numpy as np
 from .._mode import MODE
 from .._operator_table import OPERATORS, install_operators
 from .._source import hide_internals, warn
-from ..base import InputDtypeWarning, MXNetError, OpError, dtype_np, is_number
+from ..base import InputDtypeWarning, MXNetError, OpError, ScalarConversionError, dtype_np, is_number
 from ..context import Context, array_module, current_context, cpu
 from ..ops import dispatch, registry
 from ..ops.common import check_shape, infer as infer_shapes
@@ -175,18 +175,26 @@ class NDArray:
         return data if dtype is None else data.astype(dtype)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """numpy functions on NDArrays compute in numpy and return numpy arrays (nothing is recorded), except a
-        numpy scalar on the left of an arithmetic or comparison operator (`np.float64(0.5) * x`): numpy routes
-        that here (comparisons hand the scalar over as a 0-d array), and MXNet answers it as `0.5 * x`, an NDArray on the autograd tape."""
+        """numpy's ufuncs on NDArrays (np.exp(x), np.add(x, 1, out=y)) compute in numpy and return numpy arrays
+        (nothing is recorded), except a numpy scalar on the left of an arithmetic or comparison operator
+        (`np.float64(0.5) * x`): numpy routes that here (comparisons hand the scalar over as a 0-d array), and
+        MXNet answers it as `0.5 * x`, an NDArray on the autograd tape. An NDArray given as out= receives the
+        result and is what is returned, as numpy returns its out."""
         binop = _UFUNC_OPERATORS.get(ufunc)
         if binop is not None and method == "__call__" and not kwargs and len(inputs) == 2 \
                 and isinstance(inputs[1], NDArray) and isinstance(inputs[0], (np.generic, np.ndarray)) and inputs[0].ndim == 0:
             return binop(inputs[0].item(), inputs[1])
-        inputs = [x.asnumpy() if isinstance(x, NDArray) else x for x in inputs]
-        out = kwargs.get("out")
-        if out is not None:
-            kwargs["out"] = tuple(o.asnumpy() if isinstance(o, NDArray) else o for o in out)
-        return getattr(ufunc, method)(*inputs, **kwargs)
+        return _numpy_call(getattr(ufunc, method), inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """numpy's functions on NDArrays (np.mean(x, axis=0), np.sum(x, dtype=np.float64), np.std,
+        np.concatenate([x, y]), np.max(x, axis=0, out=o), ...) run numpy's own implementation on the arrays' values
+        (on the host) and return what numpy returns, numpy arrays and scalars: the same contract as the ufuncs
+        (__array_ufunc__); nothing is recorded for autograd (use mx.nd.* for that). An NDArray given as out=
+        receives the result and is returned. Arrays of other libraries with their own protocol get their say."""
+        if not all(issubclass(t, (NDArray, np.ndarray)) for t in types):
+            return NotImplemented
+        return _numpy_call(func, args, kwargs)
 
     def __dlpack__(self, stream=None, **kwargs):
         return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
@@ -293,6 +301,30 @@ class NDArray:
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
+
+    def _one_value(self, conversion):
+        """The single element as a numpy scalar, for float()/int()/index(); an error naming the shape otherwise."""
+        if self.size != 1:
+            raise ScalarConversionError(
+                f"{conversion}() needs an NDArray with exactly one element, this one has shape {self.shape} "
+                f"({self.size} elements): reduce it first (x.sum(), x.mean()) or convert it with x.asnumpy()")
+        return self.asnumpy().reshape(())[()]
+
+    def __float__(self):
+        return float(self._one_value("float"))
+
+    def __int__(self):
+        return int(self._one_value("int"))
+
+    def __index__(self):
+        """A 0-d integer NDArray is an index (range(n), a list's position), as numpy's 0-d arrays are. A (1,)
+        array is not, also as in numpy: numpy would then index with it as a scalar instead of as an array of
+        one position (np_array[nd_index] keeps its numpy shape). int(x) converts any one-element array."""
+        if self.ndim != 0 or self._data.dtype.kind not in "iu":
+            raise ScalarConversionError(
+                f"only a 0-d integer NDArray is an index; this one is {self._data.dtype.name} of shape "
+                f"{self.shape}: convert it with int(x)")
+        return int(self._data)
 
     def __bool__(self):
         if self.size == 0:
@@ -401,6 +433,39 @@ class NDArray:
 
     def ones_like(self):
         return ones_like_array(self)
+
+
+def _as_numpy(value):
+    """NDArrays (also inside lists, tuples and dicts) as numpy arrays, for numpy's own functions: a CPU array's
+    buffer itself (as __array__ gives it), a GPU array's copy on the host."""
+    if isinstance(value, NDArray):
+        return np.asarray(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_numpy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _as_numpy(v) for k, v in value.items()}
+    return value
+
+
+def _numpy_call(func, args, kwargs):
+    """func(*args, **kwargs) on the numpy values of NDArray arguments. NDArrays given as out= receive the result
+    (numpy writes into a CPU array's buffer, a GPU array gets it copied back; either counts as an in-place write)
+    and are returned as numpy returns its out."""
+    out = kwargs.get("out")
+    targets = out if isinstance(out, tuple) else (out,)
+    arrays = [o for o in targets if isinstance(o, NDArray)]
+    if not arrays:
+        return func(*_as_numpy(args), **_as_numpy(kwargs))
+    for o in arrays:
+        o._check_assignable()
+    host = tuple(_as_numpy(o) for o in targets)
+    func(*_as_numpy(args), **{**_as_numpy(kwargs), "out": host if isinstance(out, tuple) else host[0]})
+    for o, h in zip(targets, host):
+        if isinstance(o, NDArray):
+            if o._ctx.device_type == "gpu":
+                o._data[...] = array_module(o._ctx).asarray(h)
+            o._bump_version()
+    return out[0] if isinstance(out, tuple) and len(out) == 1 else out    # a ufunc's out comes as a tuple
 
 
 def _num_gpus():
