@@ -179,22 +179,18 @@ class NDArray:
         (nothing is recorded), except a numpy scalar on the left of an arithmetic or comparison operator
         (`np.float64(0.5) * x`): numpy routes that here (comparisons hand the scalar over as a 0-d array), and
         MXNet answers it as `0.5 * x`, an NDArray on the autograd tape. An NDArray given as out= receives the
-        result and is what is returned, as numpy returns its out."""
+        result and is what is returned, as numpy returns its out.
+
+        numpy's other functions follow numpy's own protocol, as with MXNet: those numpy implements by calling the
+        array's method of the same name (np.sum, np.mean, np.max, np.min, np.prod, np.argmax, np.clip,
+        np.round, np.reshape, np.transpose, ...) run the NDArray method and return an NDArray, as MXNet does
+        (the methods take numpy's dtype=/out=/keepdims=, fluent.py); the rest (np.std, np.var, np.median,
+        np.concatenate, ...) compute in numpy on the values and return numpy arrays."""
         binop = _UFUNC_OPERATORS.get(ufunc)
         if binop is not None and method == "__call__" and not kwargs and len(inputs) == 2 \
                 and isinstance(inputs[1], NDArray) and isinstance(inputs[0], (np.generic, np.ndarray)) and inputs[0].ndim == 0:
             return binop(inputs[0].item(), inputs[1])
         return _numpy_call(getattr(ufunc, method), inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        """numpy's functions on NDArrays (np.mean(x, axis=0), np.sum(x, dtype=np.float64), np.std,
-        np.concatenate([x, y]), np.max(x, axis=0, out=o), ...) run numpy's own implementation on the arrays' values
-        (on the host) and return what numpy returns, numpy arrays and scalars: the same contract as the ufuncs
-        (__array_ufunc__); nothing is recorded for autograd (use mx.nd.* for that). An NDArray given as out=
-        receives the result and is returned. Arrays of other libraries with their own protocol get their say."""
-        if not all(issubclass(t, (NDArray, np.ndarray)) for t in types):
-            return NotImplemented
-        return _numpy_call(func, args, kwargs)
 
     def __dlpack__(self, stream=None, **kwargs):
         return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
@@ -406,6 +402,9 @@ class NDArray:
         if "shape" in kwargs:
             shape = kwargs.pop("shape")
         reverse = kwargs.pop("reverse", False)
+        if kwargs.get("order") == "C":        # np.reshape(x, shape) passes numpy's default order (and copy=)
+            kwargs.pop("order")
+            kwargs.pop("copy", None)
         if kwargs:
             raise MXNetError(f"reshape: unexpected arguments {sorted(kwargs)}")
         return _op_call("Reshape", (self,), {"shape": tuple(shape), "reverse": reverse})
@@ -436,8 +435,8 @@ class NDArray:
 
 
 def _as_numpy(value):
-    """NDArrays (also inside lists, tuples and dicts) as numpy arrays, for numpy's own functions: a CPU array's
-    buffer itself (as __array__ gives it), a GPU array's copy on the host."""
+    """NDArrays (also inside lists, tuples and dicts) as numpy arrays, for numpy's ufuncs: a CPU array's buffer
+    itself (as __array__ gives it), a GPU array's copy on the host."""
     if isinstance(value, NDArray):
         return np.asarray(value)
     if isinstance(value, (list, tuple)):
@@ -448,7 +447,7 @@ def _as_numpy(value):
 
 
 def _numpy_call(func, args, kwargs):
-    """func(*args, **kwargs) on the numpy values of NDArray arguments. NDArrays given as out= receive the result
+    """A ufunc's func(*args, **kwargs) on the numpy values of NDArray arguments. NDArrays given as out= receive the result
     (numpy writes into a CPU array's buffer, a GPU array gets it copied back; either counts as an in-place write)
     and are returned as numpy returns its out."""
     out = kwargs.get("out")
