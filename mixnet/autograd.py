@@ -7,10 +7,10 @@ registry's, written with mixnet ops, so running backward under `create_graph=Tru
 and any order of derivative works.
 """
 import contextlib
-import warnings
 
 from . import _mode
 from ._mode import MODE, Mode
+from ._source import hide_internals, warn
 from .base import MXNetError
 from .ndarray.ndarray import NDArray, _wrap, ones_like_array as _ones_like, zeros_like_array as _zeros_like
 from .ops.common import call as _call
@@ -21,10 +21,15 @@ __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_
            "set_training", "mark_variables", "backward", "grad", "Function", "get_symbol",  # noqa: F822
            "NDArray"]  # (get_symbol: set by mixnet/__init__.py) MXNet's autograd has no __all__: `from mxnet.autograd import *` brings NDArray too
 
-_GRAPH_FREED = ("Cannot differentiate node because it is not in a computational graph. You need to set "
-                "is_recording to true or use autograd.record() to save computational graphs for backward. "
-                "If you want to differentiate the same graph twice, you need to pass retain_graph=True to "
-                "backward.")
+# Two ways to have no graph, two messages; both keep MXNet's words "not in a computational graph" (code matches on
+# them) and only the freed case mentions retain_graph.
+_NOT_RECORDED = ("backward: this array is not in a computational graph: it was not computed inside "
+                 "autograd.record() from an array with attach_grad() (or a Gluon parameter), so there is nothing "
+                 "to differentiate. Record the computation: x.attach_grad(); with autograd.record(): y = f(x); "
+                 "then y.backward().")
+_GRAPH_FREED = ("backward: this array is not in a computational graph any more: an earlier backward() freed its "
+                "graph. To differentiate the same graph twice, pass retain_graph=True to the first backward(), or "
+                "record the computation again.")
 
 
 class GradContext:
@@ -306,8 +311,8 @@ def _reinterpret_head_grad(head, grad):
     if grad.size < head.size:
         raise MXNetError(f"backward: head gradient shape {grad.shape} does not match head shape {head.shape} "
                          f"(and has fewer elements)")
-    warnings.warn(f"backward: head gradient of shape {grad.shape} for a head of shape {head.shape}: its first "
-                  f"{head.size} elements are used, as MXNet does", stacklevel=5)
+    warn(f"backward: head gradient of shape {grad.shape} for a head of shape {head.shape}: its first "
+         f"{head.size} elements are used, as MXNet does")
     return grad.reshape((-1,))[:head.size].reshape(head.shape)
 
 
@@ -323,7 +328,9 @@ def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph, int
     if len(head_grads) != len(heads):
         raise MXNetError(f"backward: {len(heads)} heads but {len(head_grads)} head gradients")
     for h in heads:
-        if h._node is None or h._node.released:
+        if h._node is None:
+            raise MXNetError(_NOT_RECORDED)
+        if h._node.released:
             raise MXNetError(_GRAPH_FREED)
     grads, leaves = {}, {}
     for h, hg in zip(heads, head_grads):
@@ -353,7 +360,11 @@ def _run_backward(heads, head_grads, create_graph, train_mode, retain_graph, int
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     """Computes gradients of heads and writes them into the .grad of every leaf (attach_grad) reached."""
-    grads, leaves = _run_backward(heads, head_grads, False, train_mode, retain_graph, into_grad_buffers=True)
+    try:
+        grads, leaves = _run_backward(heads, head_grads, False, train_mode, retain_graph, into_grad_buffers=True)
+    except MXNetError as err:
+        __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+        raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
     for key, x in leaves.items():
         _write_grad(x, grads[key], x._node.grad_req)
 
@@ -387,7 +398,11 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         if v._node is None:
             raise MXNetError("autograd.grad: a variable is not part of the recorded graph; call attach_grad() "
                              "on it before autograd.record()")
-    grads, _ = _run_backward(heads, head_grads, create_graph, train_mode, retain_graph)
+    try:
+        grads, _ = _run_backward(heads, head_grads, create_graph, train_mode, retain_graph)
+    except MXNetError as err:
+        __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+        raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
     result = [grads.get(_key(v)) for v in variables]
     result = [_zeros_like(v) if g is None else g for v, g in zip(variables, result)]
     if create_graph:

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-__all__ = ["MXNetError", "MXNetWarning", "DTYPES", "dtype_np", "dtype_name", "py_str", "integer_types", "numeric_types",
+__all__ = ["MXNetError", "MXNetWarning", "InputDtypeWarning", "ScalarConversionError", "DTYPES", "dtype_np", "dtype_name", "py_str", "integer_types", "numeric_types",
            "string_types", "_as_list"]
 
 
@@ -113,6 +113,16 @@ class OpIndexError(OpError, IndexError):
 
 class MXNetWarning(UserWarning):
     """Every warning mixnet issues on purpose about its own state derives from this (filter it as a whole)."""
+
+
+class InputDtypeWarning(MXNetWarning):
+    """A float64 input to a block whose parameters are float32 (it then computes in float64), or attach_grad()
+    on an integer array (its gradient is truncated to integers): MXNet's behaviour, kept, but said aloud."""
+
+
+class ScalarConversionError(MXNetError, TypeError):
+    """float()/int()/operator.index() of an NDArray that is not exactly one element (or, for an index, not an
+    integer array): also a TypeError, what Python's conversions raise."""
 
 
 integer_types = (int, np.integer)

@@ -22,6 +22,9 @@ logging; with it off, they appear only where you set a mixnet logger to DEBUG yo
 
 MIXNET_DEBUG_ERRORS=1   keep the underlying numpy/cupy exception chained under mixnet's operator errors
                         (by default the OpError alone is shown: it names the op, shapes, dtypes and your line).
+MIXNET_FULL_TRACEBACK=1 tracebacks of mixnet's errors keep mixnet's own frames (by default an error reaching your code
+                        from an op call, a Block call or backward() shows only your frames and one line of mixnet's;
+                        _source.hide_internals). For debugging mixnet itself.
 MIXNET_FUSE=0           hybridized graphs run without elementwise fusion (the debug switch; results are within the
                         fused kernels' stated ulp bounds of each other).
 MIXNET_FUSE_REDUCE=0    an elementwise group read only by a sum, mean or _sum_to over all, leading or trailing axes
@@ -83,7 +86,6 @@ import numbers
 import os
 import sys
 import types
-import warnings
 
 from .base import MXNetError
 
@@ -162,7 +164,8 @@ class _Flag:
         try:
             return self.parse(raw)
         except ValueError:
-            warnings.warn(f"{self.env}={raw!r} is not a positive number; using {self.default}", stacklevel=3)
+            from ._source import warn   # local: _source reads flags from this module
+            warn(f"{self.env}={raw!r} is not a positive number; using {self.default}")
             return self.default
 
     def coerce(self, value):
@@ -227,6 +230,7 @@ class _Flag:
 
 class _Config(types.ModuleType):
     DEBUG_ERRORS = _Flag("MIXNET_DEBUG_ERRORS", _switch, False)
+    FULL_TRACEBACK = _Flag("MIXNET_FULL_TRACEBACK", _switch, False)
     FUSE = _Flag("MIXNET_FUSE", _switch, True)
     FUSE_REDUCE = _Flag("MIXNET_FUSE_REDUCE", _switch, True)
     INPLACE = _Flag("MIXNET_INPLACE", _switch, True)

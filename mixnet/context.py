@@ -1,10 +1,10 @@
 """Devices. `mx.cpu()` computes with numpy, `mx.gpu(i)` with cupy; this module is the only place that knows."""
 import contextvars
 import functools
-import warnings
 
 import numpy as np
 
+from ._source import warn
 from .base import MXNetError
 
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus", "array_module"]
@@ -16,14 +16,12 @@ class _ContextMeta(type):
 
     @property
     def default_ctx(cls):
-        warnings.warn("Context.default_ctx is deprecated (as in MXNet); use mx.current_context()",
-                      DeprecationWarning, stacklevel=2)
+        warn("Context.default_ctx is deprecated (as in MXNet); use mx.current_context()", DeprecationWarning)
         return _CURRENT.get()
 
     @default_ctx.setter
     def default_ctx(cls, ctx):
-        warnings.warn("Context.default_ctx is deprecated (as in MXNet); use `with ctx:`",
-                      DeprecationWarning, stacklevel=2)
+        warn("Context.default_ctx is deprecated (as in MXNet); use `with ctx:`", DeprecationWarning)
         if not isinstance(ctx, Context):
             raise MXNetError(f"Context.default_ctx must be a Context, got {type(ctx).__name__}")
         _CURRENT.set(ctx)
@@ -77,6 +75,10 @@ class Context(metaclass=_ContextMeta):
         _CURRENT.reset(self._token)
         self._token = None
 
+    def __reduce__(self):
+        # by device, not by state: the cached array module (_xp) cannot be pickled and is looked up again
+        return (_context, (self.device_type, self.device_id))
+
     def empty_cache(self):
         """Frees cached device memory (cupy's pool on a GPU; nothing to do on the CPU)."""
         if self.device_type == "gpu":
@@ -85,6 +87,11 @@ class Context(metaclass=_ContextMeta):
 
 _CPU0 = Context("cpu", 0)
 _CURRENT = contextvars.ContextVar("mixnet_context", default=_CPU0)
+
+
+def _context(device_type, device_id):
+    """An unpickled Context: cpu(0) is the shared instance (identity makes the dispatcher's device check quick)."""
+    return cpu() if (device_type, device_id) == ("cpu", 0) else Context(device_type, device_id)
 
 
 def cpu(device_id=0):

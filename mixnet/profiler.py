@@ -35,9 +35,9 @@ import json
 import os
 import threading
 import time
-import warnings
 import weakref
 
+from ._source import warn
 from ._atomic import atomic_open
 from .base import MXNetError
 from .ops import dispatch
@@ -364,7 +364,7 @@ def _dump_at_exit():
     try:
         _PROFILER.dump(finished=True)
     except OSError as err:
-        warnings.warn(f"mixnet profiler: could not write {_PROFILER.config['filename']!r} at exit: {err}")
+        warn(f"mixnet profiler: could not write {_PROFILER.config['filename']!r} at exit: {err}")
 
 
 # ---- the module-level API (MXNet 1.9.1's names and signatures) ---------------------------------------------
@@ -409,19 +409,19 @@ def dumps(reset=False, format="table", sort_by="total", ascending=False):  # noq
 
 def profiler_set_config(mode="symbolic", filename="profile.json"):
     """Deprecated MXNet form of set_config: mode 'symbolic' or 'all'."""
-    warnings.warn("profiler.profiler_set_config() is deprecated. Please use profiler.set_config() instead")
+    warn("profiler.profiler_set_config() is deprecated. Please use profiler.set_config() instead")
     if mode not in ("symbolic", "all"):
         raise MXNetError(f"profiler.profiler_set_config: mode must be 'symbolic' or 'all', got {mode!r}")
     set_config(**{"profile_" + mode: True, "filename": filename})
 
 
 def profiler_set_state(state="stop"):
-    warnings.warn("profiler.profiler_set_state() is deprecated. Please use profiler.set_state() instead")
+    warn("profiler.profiler_set_state() is deprecated. Please use profiler.set_state() instead")
     set_state(state)
 
 
 def dump_profile():
-    warnings.warn("profiler.dump_profile() is deprecated. Please use profiler.dump() instead")
+    warn("profiler.dump_profile() is deprecated. Please use profiler.dump() instead")
     dump(True)
 
 

@@ -150,7 +150,7 @@ def test_set_get_and_describe_say_where_each_value_comes_from(monkeypatch, no_ov
 
 
 @pytest.mark.parametrize("flags, message", [
-    ({"NOPE": 1}, r"no flag named 'NOPE'; the flags are DEBUG_ERRORS, FUSE, .*MIRROR"),
+    ({"NOPE": 1}, r"no flag named 'NOPE'; the flags are DEBUG_ERRORS, FULL_TRACEBACK, FUSE, .*MIRROR"),
     ({"FUSE": 2}, r"FUSE \(MIXNET_FUSE\) = 2: is of type int; expected a switch"),
     ({"FUSE_MIN_SIZE": 1.5}, "is not a whole number"),
     ({"FUSE_MIN_SIZE": "many"}, r"= 'many': is not a number; expected a whole number"),

@@ -48,12 +48,11 @@ import sys
 import threading
 import time
 import types
-import warnings
 
 from .. import config
 from .._atomic import write_atomic
 from ..base import MXNetWarning
-from .._source import user_frame
+from .._source import warn
 
 __all__ = ["cache_dir", "set_cache_dir", "usable_dir", "kernel_name", "load_source", "store_source",
            "purge_numba_cache", "numba_cache_dir", "numba_cache_files", "compile_lock", "CacheWarning"]
@@ -148,11 +147,7 @@ def _warn(path, why):
     message = (f"mixnet: the kernel cache directory {path!r} {why}. Kernels compile in memory in this process "
                "and are not cached on disk; set MIXNET_CACHE_DIR to a directory of your own that only you can "
                "write.")
-    where = user_frame()
-    if where is None:
-        warnings.warn(message, CacheWarning, stacklevel=3)
-    else:
-        warnings.warn_explicit(message, CacheWarning, where[0], where[1])
+    warn(message, CacheWarning)
 
 
 # ------------------------------------------------------------------------------------------------ files

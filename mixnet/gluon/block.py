@@ -6,7 +6,6 @@ import contextlib
 import inspect
 import json
 import threading
-import warnings
 from collections import OrderedDict, defaultdict
 
 import numpy as np
@@ -15,7 +14,8 @@ from .. import config
 from .. import initializer as init_module
 from .. import name as name_module
 from .._atomic import write_atomic
-from ..base import MXNetError, MXNetWarning
+from .._source import hide_internals, warn
+from ..base import InputDtypeWarning, MXNetError, MXNetWarning
 from ..codegen import precompile
 from ..ndarray import load as nd_load, save as nd_save
 from ..ndarray.ndarray import NDArray
@@ -102,8 +102,29 @@ def _shape_text(shape):
     return "(" + ", ".join("?" if d == 0 else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _warn_float64_input(block, args):
+    """A float64 NDArray into a block whose parameters are all float32 runs silently in float64 (its ops promote;
+    MXNet raises "Incompatible attr" instead): say so once per block, naming the fix. The block and its children
+    (which an eager forward calls with the promoted values) are marked checked either way."""
+    block.apply(lambda b: b.__dict__.__setitem__("_float64_checked", True))
+    dtypes = {np.dtype(p.dtype).name for p in block.collect_params().values()}
+    if "float32" not in dtypes or "float64" in dtypes:
+        return
+    position = next(i for i, a in enumerate(args) if type(a) is NDArray and a._data.dtype is _FLOAT64)
+    warn(f"{type(block).__name__} {block.name!r}: input {position} is float64 but the block's parameters are "
+         "float32, so it computes in float64 (slower, and not the float32 results). Cast the input "
+         "(x.astype('float32'); mx.nd.array(numpy_array) gives float32), or the block to float64 "
+         "(net.cast('float64')).", InputDtypeWarning)
+
+
 class Block:
-    """Base class of all layers and models. Subclass it and define `forward`."""
+    """Base class of all layers and models. Subclass it and define `forward`.
+
+    Blocks pickle and deepcopy (parameters, structure, hybridize flags and hooks; a hybridized block's compiled
+    graphs are dropped and traced again at the next call)."""
 
     def __init__(self, prefix=None, params=None):
         self._empty_prefix = prefix == ""
@@ -194,10 +215,9 @@ class Block:
 
         for key, value in self.__dict__.items():
             if key != "_children" and isinstance(value, (list, tuple, dict)) and hides_block(value):
-                warnings.warn(f'"{type(self).__name__}.{key}" is an unregistered container with Blocks: Blocks '
-                              "inside a list, tuple or dict are not registered automatically. Register them with "
-                              "register_child() or use nn.Sequential/nn.HybridSequential instead.", MXNetWarning,
-                              stacklevel=3)
+                warn(f'"{type(self).__name__}.{key}" is an unregistered container with Blocks: Blocks '
+                     "inside a list, tuple or dict are not registered automatically. Register them with "
+                     "register_child() or use nn.Sequential/nn.HybridSequential instead.", MXNetWarning)
 
     def _collect_params_with_prefix(self, prefix=""):
         """Structural names: attribute paths joined by '.', as save_parameters writes them."""
@@ -257,13 +277,13 @@ class Block:
     def save_params(self, filename):
         """MXNet 1.x's deprecated form: a legacy file, the parameters' global names with this block's prefix
         stripped (what a SymbolBlock of the same graph, or load_params, reads back)."""
-        warnings.warn("save_params is deprecated. Please use save_parameters. Note that if you want to load from "
-                      "SymbolBlock later, please use export instead.", MXNetWarning, stacklevel=2)
+        warn("save_params is deprecated. Please use save_parameters. Note that if you want to load from "
+             "SymbolBlock later, please use export instead.", MXNetWarning)
         self.collect_params().save(filename, strip_prefix=self.prefix)
 
     def load_params(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
         """MXNet 1.x's deprecated form of load_parameters (which reads legacy files too)."""
-        warnings.warn("load_params is deprecated. Please use load_parameters.", MXNetWarning, stacklevel=2)
+        warn("load_params is deprecated. Please use load_parameters.", MXNetWarning)
         self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     def save(self, prefix):
@@ -337,13 +357,24 @@ class Block:
         for child in self._children.values():
             child.hybridize(active, **kwargs)
 
+    _float64_checked = False     # the float64-input check ran for this block (it warns once per block)
+
     def __call__(self, *args, **kwargs):
-        for hook in list(self._forward_pre_hooks.values()):
-            hook(self, args)
-        out = self._run_forward(args, kwargs)
-        _block_display.record_outputs(self, out)        # their shapes, for _repr_html_
-        for hook in list(self._forward_hooks.values()):
-            hook(self, args, out)
+        if not self._float64_checked:
+            for a in args:
+                if type(a) is NDArray and a._data.dtype is _FLOAT64:
+                    _warn_float64_input(self, args)
+                    break
+        try:
+            for hook in list(self._forward_pre_hooks.values()):
+                hook(self, args)
+            out = self._run_forward(args, kwargs)
+            _block_display.record_outputs(self, out)        # their shapes, for _repr_html_
+            for hook in list(self._forward_hooks.values()):
+                hook(self, args, out)
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
         return out
 
     def _run_forward(self, args, kwargs):
@@ -446,6 +477,17 @@ class HybridBlock(Block):
         self._trace_lock = threading.RLock()     # one trace per new signature when threads call at once
         self._last_graph = None
         self._checks_left = 0
+
+    def __getstate__(self):
+        # the compiled graphs hold generated code and modules, and a lock cannot be pickled: all are rebuilt
+        state = dict(self.__dict__)
+        for key in ("_cached_graphs", "_last_graph", "_trace_lock", "_in_structure"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._cached_graphs, self._last_graph, self._trace_lock = {}, None, threading.RLock()
 
     def register_child(self, block, name=None):
         super().register_child(block, name)

@@ -11,10 +11,10 @@ import contextvars
 import logging
 import threading
 import time
-import warnings
 
 import numpy as np
 
+from .._source import warn
 from .. import _logging, _nest, autograd, compiler, config
 from .._nest import mxnet_format, unflatten  # noqa: F401  (gluon.block and the compiler use them from here)
 from ..base import MXNetError, dtype_name
@@ -298,8 +298,8 @@ def call_hybridized(block, args):
     trace (and, with deferred shapes, initialize the parameters) once; the others wait and run that graph."""
     if has_hooks_below(block):
         if not getattr(block, "_warned_hooks", False):
-            warnings.warn(f"{type(block).__name__} {block.name!r}: a child block has forward hooks, so the block "
-                          "runs eagerly (hooks keep firing; results are the same)", stacklevel=3)
+            warn(f"{type(block).__name__} {block.name!r}: a child block has forward hooks, so the block "
+                 "runs eagerly (hooks keep firing; results are the same)")
             block._warned_hooks = True
         return _eager(block, args)
     flat, structure = flatten(args)

@@ -54,10 +54,10 @@ streams of their own (cupy's per-thread default stream), which this does not sup
 import copy
 import dataclasses
 import threading
-import warnings
 
 import numpy as np
 
+from .._source import warn
 from .. import autograd, compiler, config
 from .. import random as mx_random
 from ..ndarray.ndarray import _wrap
@@ -130,8 +130,8 @@ class InferencePlan:
         except Exception as err:       # the unfused graph gives the same results: keep it, say why
             if threading.current_thread() is threading.main_thread():
                 raise
-            warnings.warn(f"mixnet: fusing a hybridized graph failed ({type(err).__name__}: {err}); it keeps "
-                          "running unfused")
+            warn(f"mixnet: fusing a hybridized graph failed ({type(err).__name__}: {err}); it keeps "
+                 "running unfused")
 
     def wait_fused(self):
         if self._fusing is not None:

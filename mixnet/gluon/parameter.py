@@ -4,11 +4,11 @@ Unknown dimensions are 0 until the first forward fills them in. Gradient buffers
 first backward or `grad()` call), so inference never pays for them.
 """
 import re
-import warnings
 from collections import OrderedDict
 
 import numpy as np
 
+from .._source import warn
 from .. import autograd
 from .. import initializer as init_module
 from ..base import MXNetError, dtype_np
@@ -130,6 +130,18 @@ class Parameter:
             return nd_module.zeros_like_array(arr)
         return sparse.zeros(self._grad_stype, arr.shape, ctx=arr.context, dtype=arr.dtype)
 
+    def __getstate__(self):
+        # pickled (and deep-copied) with its values, not its Trainer nor its cached symbol variable; gradients
+        # are allocated again by the next backward
+        state = dict(self.__dict__)
+        state["_trainer"], state["_var"], state["_var_key"] = None, None, None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for arr in self._data or ():
+            self._mark(arr)          # an unpickled NDArray is plain data: make it this parameter's leaf again
+
     def _set_trainer(self, trainer):
         """The Trainer of this parameter (a sparse parameter's rows live in its KVStore: only one Trainer)."""
         if self._stype != "default" and self._trainer is not None and trainer is not None \
@@ -143,8 +155,8 @@ class Parameter:
         """Allocates and initializes the data on ctx (a Context or list). Precedence of initializers: `init`
         given here, then the parameter's own `init`, then `default_init` (the Block-level argument)."""
         if self._data is not None and not force_reinit:
-            warnings.warn(f"Parameter {self.name!r} is already initialized, ignoring. Set force_reinit=True to "
-                          "re-initialize.", stacklevel=2)
+            warn(f"Parameter {self.name!r} is already initialized, ignoring. Set force_reinit=True to "
+                 "re-initialize.")
             return
         self._data = None
         ctx_list = _ctx_list(ctx)
@@ -389,8 +401,8 @@ class Constant(Parameter):
     @grad_req.setter
     def grad_req(self, req):
         if req != "null":
-            warnings.warn(f"Constant parameter {self.name!r} does not support grad_req other than 'null'; "
-                          f"ignoring {req!r}", stacklevel=2)
+            warn(f"Constant parameter {self.name!r} does not support grad_req other than 'null'; "
+                 f"ignoring {req!r}")
         self._grad_req = "null"
 
 

@@ -12,10 +12,10 @@ import logging
 import os
 import ssl
 import urllib.request
-import warnings
 
 import numpy as np
 
+from .._source import warn
 from .._atomic import atomic_open
 from ..base import MXNetError
 
@@ -112,7 +112,7 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
     if check_isfinite:
         total_value = float(total.asscalar())
         if not np.isfinite(total_value):
-            warnings.warn(UserWarning("nan or inf is detected. Clipping results will be undefined."), stacklevel=2)
+            warn(UserWarning("nan or inf is detected. Clipping results will be undefined."))
     scale = max_norm / (total + 1e-8)
     scale = nd.min(nd.concat(scale, nd.ones((1,), ctx=ctx, dtype=scale.dtype), dim=0))
     with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 already warned about above
@@ -166,8 +166,8 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_
     if not isinstance(retries, int) or retries < 0:
         raise InvalidArgument("Number of retries should be at least 0, currently it's {}".format(retries))
     if not verify_ssl:
-        warnings.warn("Unverified HTTPS request is being made (verify_ssl=False). "
-                      "Adding certificate verification is strongly advised.")
+        warn("Unverified HTTPS request is being made (verify_ssl=False). "
+             "Adding certificate verification is strongly advised.")
     if not (overwrite or not os.path.exists(fname) or (sha1_hash and not check_sha1(fname, sha1_hash))):
         return fname
     dirname = os.path.dirname(os.path.abspath(os.path.expanduser(fname)))

@@ -5,10 +5,10 @@ semantics): N ranks that each call `step(b)` on their own b examples make the up
 `step(N * b)` on all N * b examples (the gradient of the mean loss). MXNet's dist_sync KVStore sums instead (the
 update of one process calling `step(b)` on all N * b examples); see docs/distributed.md.
 """
-import warnings
 
 import numpy as np
 
+from .._source import warn
 from ..distributed import buckets
 from ..distributed.comm import DistError
 from ..gluon.parameter import DeferredInitializationError, Parameter, ParameterDict
@@ -104,8 +104,8 @@ class DistributedTrainer(Trainer):
         _check_process_set(process_set, "DistributedTrainer")
         if isinstance(optimizer, DistributedOptimizer):
             optimizer = optimizer._optimizer
-            warnings.warn("DistributedTrainer does not take DistributedOptimizer as its optimizer. We have "
-                          "unwrapped it for you.", stacklevel=2)
+            warn("DistributedTrainer does not take DistributedOptimizer as its optimizer. We have "
+                 "unwrapped it for you.")
         if prefix is not None and not isinstance(prefix, str):
             raise TypeError(f"prefix must be a string, got {type(prefix).__name__}")
         super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)

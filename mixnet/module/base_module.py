@@ -7,10 +7,10 @@ and `BucketingModule` do.
 """
 import logging
 import time
-import warnings
 
 import numpy as np
 
+from .._source import warn
 from .. import metric
 from .. import ndarray as nd
 from ..base import MXNetError, _as_list
@@ -36,7 +36,7 @@ def check_input_names(symbol, names, typename, throw):
                f"{name!r} is not found in symbol.list_arguments(). Did you mean one of: {candidates}")
         if throw:
             raise ValueError(msg)
-        warnings.warn(msg, stacklevel=3)
+        warn(msg)
 
 
 def _check_names_match(names, descs, kind, throw):
@@ -46,7 +46,7 @@ def _check_names_match(names, descs, kind, throw):
                f"({descs} vs. {list(names)})")
         if throw:
             raise ValueError(msg)
-        warnings.warn(msg, stacklevel=4)
+        warn(msg)
 
 
 def parse_data_desc(data_names, label_names, data_shapes, label_shapes):
@@ -96,8 +96,7 @@ class BaseModule:
         """Called before each batch (MXNet pulls row-sparse weights here); there is nothing to prepare for
         dense parameters without a distributed KVStore."""
         if sparse_row_id_fn is not None:
-            warnings.warn("Parameters are not updated in the KVStore. No need to call sparse_row_id_fn.",
-                          UserWarning, stacklevel=2)
+            warn("Parameters are not updated in the KVStore. No need to call sparse_row_id_fn.", UserWarning)
 
     # ------------------------------------------------------------------ evaluation
     def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None, score_end_callback=None,

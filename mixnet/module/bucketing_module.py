@@ -5,10 +5,10 @@ the parameters (it must hold every parameter any bucket uses); another bucket's 
 with the default one as `shared_module`, so its executor reads and the optimizer updates the very same arrays.
 Batches choose their bucket through `DataBatch.bucket_key` (with provide_data/provide_label for its shapes).
 """
-import warnings
 
 import numpy as np
 
+from .._source import warn
 from .. import ndarray as nd
 from .. import symbol as sym
 from ..base import MXNetError
@@ -107,8 +107,7 @@ class BucketingModule(BaseModule):
                              allow_missing=allow_missing, force_init=force_init, allow_extra=allow_extra)
             return
         if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. set_params call ignored.",
-                          stacklevel=2)
+            warn("Parameters already initialized and force_init=False. set_params call ignored.")
             return
         self._curr_module.set_params(arg_params, aux_params, allow_missing=allow_missing, force_init=force_init,
                                      allow_extra=allow_extra)

@@ -11,10 +11,10 @@ more than one context raises MXNetError), no `mx.monitor` (install_monitor raise
 `init_optimizer` updates the weights in the store (a string kvstore such as 'local' or 'device' means no store,
 as MXNet does for a single device; a 'dist_*' string creates the MPI store, see docs/distributed.md).
 """
-import warnings
 
 import numpy as np
 
+from .._source import warn
 from .. import optimizer as opt
 from .. import ndarray as nd
 from ..base import MXNetError
@@ -154,8 +154,7 @@ class Module(BaseModule):
         """Fills each parameter from arg_params/aux_params when given there, else with `initializer` (which
         also sees the variable's attributes, e.g. an `__init__` set by mx.sym.var(init=...))."""
         if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. init_params call ignored.",
-                          stacklevel=2)
+            warn("Parameters already initialized and force_init=False. init_params call ignored.")
             return
         self._require(params=False, what="init_params")
         attrs = self._symbol.attr_dict()
@@ -187,8 +186,7 @@ class Module(BaseModule):
                              allow_missing=allow_missing, force_init=force_init, allow_extra=allow_extra)
             return
         if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. set_params call ignored.",
-                          stacklevel=2)
+            warn("Parameters already initialized and force_init=False. set_params call ignored.")
             return
         self._exec.copy_params_from(arg_params, aux_params, allow_extra_params=allow_extra)
         self._params_dirty = True        # the module's own copies are behind the executor's now
@@ -353,9 +351,9 @@ class Module(BaseModule):
             optimizer = opt.create(optimizer, sym=self.symbol, param_idx2name=idx2name, **optimizer_params)
         elif isinstance(optimizer, opt.Optimizer):
             if optimizer.rescale_grad != rescale_grad:
-                warnings.warn("Optimizer created manually outside Module but rescale_grad is not normalized to "
-                              f"1.0/batch_size/num_workers ({optimizer.rescale_grad} vs. {rescale_grad}). "
-                              "Is this intended?", stacklevel=2)
+                warn("Optimizer created manually outside Module but rescale_grad is not normalized to "
+                     f"1.0/batch_size/num_workers ({optimizer.rescale_grad} vs. {rescale_grad}). "
+                     "Is this intended?")
             if not optimizer.idx2name:
                 optimizer.idx2name = idx2name.copy()
         else:

@@ -10,7 +10,8 @@ import numpy as np
 
 from .._mode import MODE
 from .._operator_table import OPERATORS, install_operators
-from ..base import MXNetError, OpError, dtype_np, is_number
+from .._source import hide_internals, warn
+from ..base import InputDtypeWarning, MXNetError, OpError, ScalarConversionError, dtype_np, is_number
 from ..context import Context, array_module, current_context, cpu
 from ..ops import dispatch, registry
 from ..ops.common import check_shape, infer as infer_shapes
@@ -190,18 +191,22 @@ class NDArray:
         return data if dtype is None else data.astype(dtype)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """numpy functions on NDArrays compute in numpy and return numpy arrays (nothing is recorded), except a
-        numpy scalar on the left of an arithmetic or comparison operator (`np.float64(0.5) * x`): numpy routes
-        that here (comparisons hand the scalar over as a 0-d array), and MXNet answers it as `0.5 * x`, an NDArray on the autograd tape."""
+        """numpy's ufuncs on NDArrays (np.exp(x), np.add(x, 1, out=y)) compute in numpy and return numpy arrays
+        (nothing is recorded), except a numpy scalar on the left of an arithmetic or comparison operator
+        (`np.float64(0.5) * x`): numpy routes that here (comparisons hand the scalar over as a 0-d array), and
+        MXNet answers it as `0.5 * x`, an NDArray on the autograd tape. An NDArray given as out= receives the
+        result and is what is returned, as numpy returns its out.
+
+        numpy's other functions follow numpy's own protocol, as with MXNet: those numpy implements by calling the
+        array's method of the same name (np.sum, np.mean, np.max, np.min, np.prod, np.argmax, np.clip,
+        np.round, np.reshape, np.transpose, ...) run the NDArray method and return an NDArray, as MXNet does
+        (the methods take numpy's dtype=/out=/keepdims=, fluent.py); the rest (np.std, np.var, np.median,
+        np.concatenate, ...) compute in numpy on the values and return numpy arrays."""
         binop = _UFUNC_OPERATORS.get(ufunc)
         if binop is not None and method == "__call__" and not kwargs and len(inputs) == 2 \
                 and isinstance(inputs[1], NDArray) and isinstance(inputs[0], (np.generic, np.ndarray)) and inputs[0].ndim == 0:
             return binop(inputs[0].item(), inputs[1])
-        inputs = [x.asnumpy() if isinstance(x, NDArray) else x for x in inputs]
-        out = kwargs.get("out")
-        if out is not None:
-            kwargs["out"] = tuple(o.asnumpy() if isinstance(o, NDArray) else o for o in out)
-        return getattr(ufunc, method)(*inputs, **kwargs)
+        return _numpy_call(getattr(ufunc, method), inputs, kwargs)
 
     def __dlpack__(self, stream=None, **kwargs):
         return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
@@ -217,7 +222,13 @@ class NDArray:
 
     # ---------------------------------------------------------------- autograd
     def attach_grad(self, grad_req="write", stype=None):
-        """Allocates self.grad (zeros) and marks the array as a leaf whose gradient backward() writes."""
+        """Allocates self.grad (zeros) and marks the array as a leaf whose gradient backward() writes. The
+        gradient has the array's dtype: on an integer array it is truncated (1.5 becomes 1), as in MXNet,
+        which is warned about (InputDtypeWarning); attach it to a float copy instead (x.astype('float32'))."""
+        if self._data.dtype.kind in "iub" and grad_req != "null":
+            warn(f"attach_grad() on an {self._data.dtype.name} array: its gradient is {self._data.dtype.name} too, so "
+                 "backward() truncates it (1.5 becomes 1), as MXNet does. Differentiate a float copy instead: "
+                 "x = x.astype('float32'); x.attach_grad()", InputDtypeWarning)
         from .. import autograd  # lazy: autograd imports ndarray
         from ._storage import check_stype, zeros  # lazy: _storage subclasses NDArray
         stype = check_stype(stype or self.stype, "attach_grad")
@@ -229,7 +240,11 @@ class NDArray:
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         from .. import autograd  # lazy: autograd imports ndarray
-        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+        try:
+            autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
 
     # ---------------------------------------------------------------- in-place writes
     def _bump_version(self):
@@ -298,6 +313,30 @@ class NDArray:
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
+
+    def _one_value(self, conversion):
+        """The single element as a numpy scalar, for float()/int()/index(); an error naming the shape otherwise."""
+        if self.size != 1:
+            raise ScalarConversionError(
+                f"{conversion}() needs an NDArray with exactly one element, this one has shape {self.shape} "
+                f"({self.size} elements): reduce it first (x.sum(), x.mean()) or convert it with x.asnumpy()")
+        return self.asnumpy().reshape(())[()]
+
+    def __float__(self):
+        return float(self._one_value("float"))
+
+    def __int__(self):
+        return int(self._one_value("int"))
+
+    def __index__(self):
+        """A 0-d integer NDArray is an index (range(n), a list's position), as numpy's 0-d arrays are. A (1,)
+        array is not, also as in numpy: numpy would then index with it as a scalar instead of as an array of
+        one position (np_array[nd_index] keeps its numpy shape). int(x) converts any one-element array."""
+        if self.ndim != 0 or self._data.dtype.kind not in "iu":
+            raise ScalarConversionError(
+                f"only a 0-d integer NDArray is an index; this one is {self._data.dtype.name} of shape "
+                f"{self.shape}: convert it with int(x)")
+        return int(self._data)
 
     def __bool__(self):
         if self.size == 0:
@@ -387,6 +426,9 @@ class NDArray:
         if "shape" in kwargs:
             shape = kwargs.pop("shape")
         reverse = kwargs.pop("reverse", False)
+        if kwargs.get("order") == "C":        # np.reshape(x, shape) passes numpy's default order (and copy=)
+            kwargs.pop("order")
+            kwargs.pop("copy", None)
         if kwargs:
             raise MXNetError(f"reshape: unexpected arguments {sorted(kwargs)}")
         return _op_call("Reshape", (self,), {"shape": tuple(shape), "reverse": reverse})
@@ -414,6 +456,39 @@ class NDArray:
 
     def ones_like(self):
         return ones_like_array(self)
+
+
+def _as_numpy(value):
+    """NDArrays (also inside lists, tuples and dicts) as numpy arrays, for numpy's ufuncs: a CPU array's buffer
+    itself (as __array__ gives it), a GPU array's copy on the host."""
+    if isinstance(value, NDArray):
+        return np.asarray(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_numpy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _as_numpy(v) for k, v in value.items()}
+    return value
+
+
+def _numpy_call(func, args, kwargs):
+    """A ufunc's func(*args, **kwargs) on the numpy values of NDArray arguments. NDArrays given as out= receive the result
+    (numpy writes into a CPU array's buffer, a GPU array gets it copied back; either counts as an in-place write)
+    and are returned as numpy returns its out."""
+    out = kwargs.get("out")
+    targets = out if isinstance(out, tuple) else (out,)
+    arrays = [o for o in targets if isinstance(o, NDArray)]
+    if not arrays:
+        return func(*_as_numpy(args), **_as_numpy(kwargs))
+    for o in arrays:
+        o._check_assignable()
+    host = tuple(_as_numpy(o) for o in targets)
+    func(*_as_numpy(args), **{**_as_numpy(kwargs), "out": host if isinstance(out, tuple) else host[0]})
+    for o, h in zip(targets, host):
+        if isinstance(o, NDArray):
+            if o._ctx.device_type == "gpu":
+                o._data[...] = array_module(o._ctx).asarray(h)
+            o._bump_version()
+    return out[0] if isinstance(out, tuple) and len(out) == 1 else out    # a ufunc's out comes as a tuple
 
 
 def _num_gpus():
@@ -479,9 +554,13 @@ def _operator_method(entry, reflected):
         return method
 
     def method(self, other):
-        if type(other) is NDArray:         # the hot path: one call into the dispatcher
-            return _apply(_OP_CACHE.get(array_op) or _op(array_op), (self, other), _NO_ATTRS)
-        return _binary(self, other, array_op, scalar_op)
+        try:
+            if type(other) is NDArray:         # the hot path: one call into the dispatcher
+                return _apply(_OP_CACHE.get(array_op) or _op(array_op), (self, other), _NO_ATTRS)
+            return _binary(self, other, array_op, scalar_op)
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
     return method
 
 

@@ -1,6 +1,7 @@
 """Builds the `mx.nd.*` functions from the operator registry (one generic binder, no per-op code)."""
 import numpy as np
 
+from .._source import hide_internals
 from ..base import MXNetError
 from ..ops import dispatch, docgen, registry
 from ..ops.binding import bind_call
@@ -66,7 +67,11 @@ def make_function(op):
             inputs, attrs = bind_arguments(op, args, kwargs)
         except SymbolArguments:          # traced values: the same op, as a graph node (checked only on failure)
             return symbol_function(op)(*args, name=name, **kwargs)
-        result = dispatch.apply(op, inputs, attrs)
+        try:
+            result = dispatch.apply(op, inputs, attrs)
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
         if type(result) is tuple:        # MXNet's nd functions return several outputs as a list (nd.split)
             result = list(result)
         return write_out(result, out)

@@ -15,10 +15,10 @@ lighting augmentations pass the output gradient through unchanged, as MXNet's `_
 random flips have none (MXNet's `_copy` rule gives a gradient of the wrong shape for resize, and one that ignores
 the flip for the random flips).
 """
-import warnings
 
 import numpy as np
 
+from .._source import warn
 from .attrs import Attr, REQUIRED, parse_bool, parse_float, parse_float_tuple, parse_int, parse_shape
 from .common import call, infer_same
 from .registry import OpDef, OpTest, register
@@ -217,8 +217,7 @@ def resize_hwc(a, width, height, interpolation):
     if interpolation not in (0, 1):
         if interpolation not in _WARNED:
             _WARNED.add(interpolation)
-            warnings.warn(f"interpolation={interpolation} is not implemented in mixnet; using bilinear (1)",
-                          stacklevel=3)
+            warn(f"interpolation={interpolation} is not implemented in mixnet; using bilinear (1)")
         interpolation = 1
     h_axis = a.ndim - 3
     src_h, src_w = a.shape[h_axis], a.shape[h_axis + 1]

@@ -28,6 +28,7 @@ import warnings
 
 import numpy as np
 
+from .._source import warn
 from ..base import MXNetError
 from ..ndarray.ndarray import NDArray, _wrap, array
 from ..ops import _fastpath
@@ -132,8 +133,8 @@ class Optimizer:
             learning_rate = 0.01
         self.lr = learning_rate
         if lr_scheduler is not None and learning_rate is not None and lr_scheduler.base_lr != learning_rate:
-            warnings.warn("learning rate from ``lr_scheduler`` has been overwritten by ``learning_rate`` in "
-                          "optimizer.", UserWarning, stacklevel=2)
+            warn("learning rate from ``lr_scheduler`` has been overwritten by ``learning_rate`` in "
+                 "optimizer.", UserWarning)
             lr_scheduler.base_lr = learning_rate
         self.wd = wd
         self.lr_mult = {}
@@ -184,9 +185,9 @@ class Optimizer:
             raise AssertionError("register expects a class")
         name = klass.__name__.lower()
         if name in Optimizer.opt_registry:
-            warnings.warn(f"WARNING: New optimizer {klass.__module__}.{klass.__name__} is overriding existing "
-                          f"optimizer {Optimizer.opt_registry[name].__module__}."
-                          f"{Optimizer.opt_registry[name].__name__}", stacklevel=2)
+            warn(f"WARNING: New optimizer {klass.__module__}.{klass.__name__} is overriding existing "
+                 f"optimizer {Optimizer.opt_registry[name].__module__}."
+                 f"{Optimizer.opt_registry[name].__name__}")
         Optimizer.opt_registry[name] = klass
         return klass
 
@@ -303,8 +304,8 @@ class Optimizer:
             master = _wrap(weight._data.astype(np.float32), weight._ctx)
             return (master, self.create_state(index, master))
         if weight.dtype == np.float16:
-            warnings.warn("Accumulating with float16 in optimizer can lead to poor accuracy or slow convergence. "
-                          "Consider using multi_precision=True option of the optimizer", stacklevel=2)
+            warn("Accumulating with float16 in optimizer can lead to poor accuracy or slow convergence. "
+                 "Consider using multi_precision=True option of the optimizer")
         return self.create_state(index, weight)
 
     def _split_mp_state(self, state):
@@ -520,8 +521,8 @@ def _restore_scheduler(sched, saved):
         raise MXNetError(f"'lr_scheduler' must be an object with 'class' and 'attrs', got {saved!r:.80}")
     name = type(sched).__name__
     if saved.get("class") != name:
-        warnings.warn(f"load_states: the saved lr_scheduler was a {saved.get('class')!r:.80}, the optimizer has a "
-                      f"{name}; its state is not restored", stacklevel=3)
+        warn(f"load_states: the saved lr_scheduler was a {saved.get('class')!r:.80}, the optimizer has a "
+             f"{name}; its state is not restored")
         return
     current = vars(sched)
     values, differ = {}, []
@@ -542,8 +543,7 @@ def _restore_scheduler(sched, saved):
             raise MXNetError(f"lr_scheduler: {name}'s saved {k}={v!r:.80} is out of range")
         values[k] = v
     if differ:
-        warnings.warn(f"load_states: the saved {name} had {', '.join(differ)}; this one's settings are kept",
-                      stacklevel=3)
+        warn(f"load_states: the saved {name} had {', '.join(differ)}; this one's settings are kept")
     current.update(values)
 
 

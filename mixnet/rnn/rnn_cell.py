@@ -6,8 +6,8 @@ the graph; `unroll(length, inputs)` adds `length` of them. `FusedRNNCell` instea
 parameter vector has MXNet's layout (mixnet/ops/rnn.py's `param_layout`), and `unfuse()` gives the equivalent
 stack of step cells, with `unpack_weights`/`pack_weights` converting parameter dicts between the two.
 """
-import warnings
 
+from .._source import warn
 from .. import initializer, ndarray, symbol
 from ..base import MXNetError, numeric_types, string_types
 from ..ops.rnn import param_layout
@@ -358,7 +358,7 @@ class FusedRNNCell(BaseRNNCell):
         self.reset()
         inputs, axis = _normalize_sequence(length, inputs, layout, True)
         if axis == 1:
-            warnings.warn("NTC layout detected. Consider using TNC for FusedRNNCell for faster speed")
+            warn("NTC layout detected. Consider using TNC for FusedRNNCell for faster speed")
             inputs = symbol.swapaxes(inputs, dim1=0, dim2=1)
         elif axis != 0:
             raise MXNetError(f"FusedRNNCell: unsupported layout {layout!r} (use TNC or NTC)")

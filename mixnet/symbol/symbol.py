@@ -13,7 +13,7 @@ from .. import attribute, name as name_module
 from .._shape_mode import is_np_shape
 from .._atomic import write_atomic
 from .._operator_table import install_operators
-from .._source import user_location
+from .._source import user_location, warn
 from ..base import MXNetError, NotImplementedForSymbol
 from ..ops import docgen, registry
 from ..ops.binding import bind_call
@@ -232,10 +232,9 @@ class Symbol:
         names = self.list_arguments() + self.list_auxiliary_states()
         missing = [(n, s) for n, s in zip(names, res[0] + res[2]) if not known(s)]
         if missing or not all(known(s) for s in res[1]):
-            import warnings
-            warnings.warn("Cannot decide shape for the following arguments (0s in shape means unknown "
-                          "dimensions). Consider providing them as input:\n" +
-                          "\n".join(f"\t{n}: {s if s is not None else ()}" for n, s in missing), stacklevel=2)
+            warn("Cannot decide shape for the following arguments (0s in shape means unknown "
+                 "dimensions). Consider providing them as input:\n" +
+                 "\n".join(f"\t{n}: {s if s is not None else ()}" for n, s in missing))
             return None, None, None
         return res
 
@@ -266,9 +265,8 @@ class Symbol:
         names = self.list_arguments() + self.list_auxiliary_states()
         missing = [n for n, t in zip(names, res[0] + res[2]) if t is None]
         if missing or any(t is None for t in res[1]):
-            import warnings
-            warnings.warn("Cannot decide type for the following arguments. Consider providing them as input:\n" +
-                          "\n".join(f"\t{n}: None" for n in missing), stacklevel=2)
+            warn("Cannot decide type for the following arguments. Consider providing them as input:\n" +
+                 "\n".join(f"\t{n}: None" for n in missing))
             return None, None, None
         return res
 

@@ -1,9 +1,9 @@
 """gluon.nn basic layers: containers, Dense, Dropout, normalization, Embedding, Flatten, Lambda."""
 import contextlib
-import warnings
 
 import numpy as np
 
+from ..._source import warn
 from ...base import MXNetError, MXNetWarning
 from .. import cached_graph
 from ..block import Block, HybridBlock
@@ -42,8 +42,8 @@ class Sequential(Block):
 
     def hybridize(self, active=True, **kwargs):
         if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
-            warnings.warn(f"All children of this Sequential layer {self.prefix!r} are HybridBlocks. Consider using "
-                          "HybridSequential for the best performance.", MXNetWarning, stacklevel=2)
+            warn(f"All children of this Sequential layer {self.prefix!r} are HybridBlocks. Consider using "
+                 "HybridSequential for the best performance.", MXNetWarning)
         super().hybridize(active, **kwargs)
 
     def __getitem__(self, key):

@@ -1,8 +1,8 @@
 """Datasets of encoded images: `ImageRecordDataset` (a RecordIO file of packed images) and `ImageFolderDataset`
 (one sub-folder per class). Images are decoded with `mx.image.imdecode` (Pillow; see mixnet/image/image.py)."""
 import os
-import warnings
 
+from ...._source import warn
 from .... import image, recordio
 from ..dataset import Dataset, RecordFileDataset
 
@@ -44,7 +44,7 @@ class ImageFolderDataset(Dataset):
         for folder in sorted(os.listdir(root)):
             path = os.path.join(root, folder)
             if not os.path.isdir(path):
-                warnings.warn(f"Ignoring {path}, which is not a directory.", stacklevel=3)
+                warn(f"Ignoring {path}, which is not a directory.")
                 continue
             label = len(self.synsets)
             self.synsets.append(folder)
@@ -52,7 +52,7 @@ class ImageFolderDataset(Dataset):
                 filename = os.path.join(path, filename)
                 ext = os.path.splitext(filename)[1]
                 if ext.lower() not in self._exts:
-                    warnings.warn(f"Ignoring {filename} of type {ext}. Only support {', '.join(self._exts)}")
+                    warn(f"Ignoring {filename} of type {ext}. Only support {', '.join(self._exts)}")
                     continue
                 self.items.append((filename, label))
 
