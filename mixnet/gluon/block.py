@@ -90,6 +90,7 @@ class HookHandle:
 
     def detach(self):
         self._hooks.pop(self._id, None)
+        cached_graph.blocks_changed()
 
     def __enter__(self):
         return self
@@ -161,6 +162,7 @@ class Block:
         if name is None:
             name = str(len(self._children))
         self._children[name] = block
+        cached_graph.blocks_changed()
 
     # ------------------------------------------------------------------ parameters
     def collect_params(self, select=None):
@@ -308,12 +310,14 @@ class Block:
         """hook(block, inputs) runs before forward; returns a handle whose detach() removes it."""
         handle = HookHandle(self._forward_pre_hooks)
         self._forward_pre_hooks[handle._id] = hook
+        cached_graph.blocks_changed()
         return handle
 
     def register_forward_hook(self, hook):
         """hook(block, inputs, outputs) runs after forward; returns a handle whose detach() removes it."""
         handle = HookHandle(self._forward_hooks)
         self._forward_hooks[handle._id] = hook
+        cached_graph.blocks_changed()
         return handle
 
     def apply(self, fn):
@@ -477,7 +481,14 @@ class HybridBlock(Block):
         super().hybridize(active, backend=backend, clear=clear, static_alloc=static_alloc,
                           static_shape=static_shape, inline_limit=inline_limit, **kwargs)
 
+    _call_index = None      # cached_graph.CallIndex: made at the first hybridized call
+
     def _run_forward(self, args, kwargs):
+        index_as = None
+        if self._active and not kwargs:
+            out, index_as = cached_graph.fast_call(self, args)
+            if out is not cached_graph.MISS:
+                return out
         if not cached_graph.TRACING.get():
             kinds = cached_graph.input_kinds(args, kwargs)
             if "Symbol" in kinds:
@@ -498,7 +509,7 @@ class HybridBlock(Block):
                     raise InvalidArgument(f"When hybridized, the input of HybridBlock {self.name!r} must be (nested) "
                                           f"lists of NDArrays (or None), but got {bad[0]!r} of type "
                                           f"{type(bad[0]).__name__} (as in MXNet; call it unhybridized instead)")
-                return cached_graph.call_hybridized(self, args)
+                return cached_graph.call_hybridized(self, args, index_as)
         return self._run_eager(args, kwargs)
 
     def _keywords_as_positions(self, args, kwargs):
