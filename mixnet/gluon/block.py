@@ -448,7 +448,7 @@ class HybridBlock(Block):
     def register_child(self, block, name=None):
         super().register_child(block, name)
         # a new or replaced child changes the graph: the next call re-traces (and export needs that call first)
-        self._cached_graphs, self._last_graph = {}, None
+        self._cached_graphs, self._last_graph, self._call_index = {}, None, None
 
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False, static_shape=False,
                   inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, check=None, **kwargs):
@@ -475,7 +475,7 @@ class HybridBlock(Block):
         self._flags = dict(backend=backend, static_alloc=static_alloc, static_shape=static_shape,
                            inline_limit=inline_limit, **kwargs)
         if clear:
-            self._cached_graphs = {}
+            self._cached_graphs, self._call_index = {}, None     # (the index would hold the old graphs)
         if active:
             precompile.start_loading()          # a warm kernel cache: Numba's start-up before the first call
         super().hybridize(active, backend=backend, clear=clear, static_alloc=static_alloc,

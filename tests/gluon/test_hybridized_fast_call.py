@@ -278,3 +278,16 @@ def test_a_child_runs_eagerly_inside_its_parents_check_mode_call():
     calls = graph.calls
     outer(x)
     assert graph.calls == calls
+
+
+def test_clearing_the_graphs_drops_the_index():
+    # the index must not keep the old graphs (and their buffers) alive after hybridize() cleared them
+    net, x = _net(), _x()
+    net.hybridize()
+    net(x)
+    net(x)
+    net.hybridize()
+    assert net._call_index is None
+    net(x)
+    net.add(nn.Dense(2, in_units=2))
+    assert net._call_index is None
