@@ -2,6 +2,10 @@
 
 It sits below the dispatch door, which records through `record_op`; mixnet/autograd.py walks the tape backward.
 """
+import operator
+
+_DATA = operator.attrgetter("_data")
+_VERSION = operator.attrgetter("_version")
 
 
 class Leaf:
@@ -26,9 +30,9 @@ class TapeNode:
         self.attrs = attrs
         self.is_train = is_train
         self.inputs = inputs
-        self.out_data = tuple([o._data for o in outputs])
+        self.out_data = tuple(map(_DATA, outputs))     # map over C getters: no comprehension frame per record
         self.ctx = outputs[0]._ctx
-        self.versions = [x._version for x in inputs]
+        self.versions = list(map(_VERSION, inputs))
         self.released = False
 
 

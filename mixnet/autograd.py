@@ -15,7 +15,7 @@ from .base import MXNetError
 from .ndarray.ndarray import NDArray, _wrap, ones_like_array as _ones_like, zeros_like_array as _zeros_like
 from .ops.common import call as _call
 from .ops.registry import OpDef as _OpDef
-from ._tape import Leaf, TapeNode, record_op as _record
+from ._tape import _VERSION, Leaf, TapeNode, record_op as _record
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training", "set_recording",
            "set_training", "mark_variables", "backward", "grad", "Function", "get_symbol",  # noqa: F822
@@ -187,6 +187,8 @@ def _topological_nodes(heads, stop_nodes=()):
 
 
 def _check_versions(node):
+    if node.versions == list(map(_VERSION, node.inputs)):      # the common case, without a Python loop
+        return
     mutated = node.op.mutates       # state the op itself updates (BatchNorm's moving stats) may change later
     for i, (x, version) in enumerate(zip(node.inputs, node.versions)):
         if x._version != version and i not in mutated:
@@ -212,22 +214,35 @@ def reverse_sweep(order, grads, graph):
     rule(node, ctx, out_grads) -> one gradient (or None) per input; key(node, k, x, g) -> where the gradient g of
     input k (x) goes, None where it is not wanted.
     """
+    # Plain loops and `is None` tests, no comprehensions or helper calls: this runs once per recorded node on
+    # every backward (a list's `None in` or count would call NDArray.__eq__).
+    pop, get = grads.pop, grads.get
     for node in order:
         node_id = id(node)
-        out_grads = [grads.pop((node_id, i), None) for i in range(graph.num_outputs(node))]
-        if all(g is None for g in out_grads):
-            continue
+        out_grads = [pop((node_id, i), None) for i in range(graph.num_outputs(node))]
+        missing = False
+        for g in out_grads:
+            if g is None:
+                missing = True
+            else:
+                break
+        else:
+            continue                     # no output has a gradient
         ctx = graph.context(node)
-        out_grads = [graph.zeros(node, ctx, i) if g is None else g for i, g in enumerate(out_grads)]
+        if missing or len(out_grads) > 1:
+            out_grads = [graph.zeros(node, ctx, i) if g is None else g for i, g in enumerate(out_grads)]
         in_grads = graph.rule(node, ctx, out_grads)
         if len(in_grads) != len(ctx.inputs):
             raise MXNetError(f"internal: gradient rule of {node.op.name} returned {len(in_grads)} gradients "
                              f"for {len(ctx.inputs)} inputs")
-        for k, (x, g) in enumerate(zip(ctx.inputs, in_grads)):
+        k = 0
+        for x, g in zip(ctx.inputs, in_grads):
             if g is not None:
                 key = graph.key(node, k, x, g)
                 if key is not None:
-                    accumulate(grads, key, g)
+                    old = get(key)
+                    grads[key] = g if old is None else old + g      # accumulate(), inlined
+            k += 1
 
 
 def _key(x):
@@ -264,11 +279,14 @@ class _Tape:
         return [_zeros_like(x) for x in node.inputs]
 
     def key(self, node, index, x, g):
-        if x._node is None:
+        tape_node = x._node              # _key(x), inlined: once per gradient on every backward
+        if tape_node is None:
             return None
-        if isinstance(x._node, Leaf):
+        if type(tape_node) is TapeNode:
+            return (id(tape_node), x._oidx)
+        if isinstance(tape_node, Leaf):
             self.leaves[id(x)] = x
-        return _key(x)
+        return id(x)
 
 
 class NotTraceable(MXNetError):
@@ -296,12 +314,17 @@ def _direct_destinations(order, heads):
     """{id(leaf): its gradient buffer} for the leaves with grad_req 'write', a gradient buffer already, and one
     use in the recorded graph: their single gradient contribution may be written straight into the buffer."""
     uses, arrays = {}, {}
-    for x in [h for h in heads if isinstance(h._node, Leaf)] + [x for node in order for x in node.inputs
-                                                                if isinstance(x._node, Leaf)]:
-        uses[id(x)] = uses.get(id(x), 0) + 1
-        arrays[id(x)] = x
-    return {key: x._grad._data for key, x in arrays.items()
-            if uses[key] == 1 and x._node.grad_req == "write" and x._grad is not None}
+    for inputs in [heads] + [node.inputs for node in order]:     # plain loops: this runs on every backward
+        for x in inputs:
+            if isinstance(x._node, Leaf):
+                key = id(x)
+                uses[key] = uses.get(key, 0) + 1
+                arrays[key] = x
+    destinations = {}
+    for key, x in arrays.items():
+        if uses[key] == 1 and x._node.grad_req == "write" and x._grad is not None:
+            destinations[key] = x._grad._data
+    return destinations
 
 
 def _reinterpret_head_grad(head, grad):
@@ -365,25 +388,31 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     except MXNetError as err:
         __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
         raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
+    _write_grads(leaves, grads)
+
+
+def _write_grads(leaves, grads):
+    """Each leaf's gradient into its .grad by its grad_req (one loop, no call per leaf: it runs every step)."""
     for key, x in leaves.items():
-        _write_grad(x, grads[key], x._node.grad_req)
-
-
-def _write_grad(x, g, req):
-    if req == "null":
-        return
-    if x._grad is None:        # Gluon parameters allocate their gradient at the first backward
-        x._grad = _zeros_like(x)
-    data = g._data
-    if data.dtype != x._grad._data.dtype:
-        data = data.astype(x._grad._data.dtype)
-    if req == "write":
-        if data is not x._grad._data:      # else a gradient rule wrote it there already (GradContext.grad_buffer)
-            x._grad._data[...] = data
-    else:
-        x._grad._data += data
-    x._grad._bump_version()
-    x._fresh_grad = True
+        req = x._node.grad_req
+        if req == "null":
+            continue
+        if x._grad is None:        # Gluon parameters allocate their gradient at the first backward
+            x._grad = _zeros_like(x)
+        buf = x._grad
+        data, target = grads[key]._data, buf._data
+        if data.dtype != target.dtype:
+            data = data.astype(target.dtype)
+        if req == "write":
+            if data is not target:     # else a gradient rule wrote it there already (GradContext.grad_buffer)
+                target[...] = data
+        else:
+            target += data
+        if buf._base is None:
+            buf._version += 1
+        else:
+            buf._bump_version()    # a view: its base's version too
+        x._fresh_grad = True
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False, train_mode=True):

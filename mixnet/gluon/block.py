@@ -90,6 +90,7 @@ class HookHandle:
 
     def detach(self):
         self._hooks.pop(self._id, None)
+        cached_graph.blocks_changed()
 
     def __enter__(self):
         return self
@@ -187,6 +188,7 @@ class Block:
         if name is None:
             name = str(len(self._children))
         self._children[name] = block
+        cached_graph.blocks_changed()
 
     # ------------------------------------------------------------------ parameters
     def collect_params(self, select=None):
@@ -333,12 +335,14 @@ class Block:
         """hook(block, inputs) runs before forward; returns a handle whose detach() removes it."""
         handle = HookHandle(self._forward_pre_hooks)
         self._forward_pre_hooks[handle._id] = hook
+        cached_graph.blocks_changed()
         return handle
 
     def register_forward_hook(self, hook):
         """hook(block, inputs, outputs) runs after forward; returns a handle whose detach() removes it."""
         handle = HookHandle(self._forward_hooks)
         self._forward_hooks[handle._id] = hook
+        cached_graph.blocks_changed()
         return handle
 
     def apply(self, fn):
@@ -492,7 +496,7 @@ class HybridBlock(Block):
     def register_child(self, block, name=None):
         super().register_child(block, name)
         # a new or replaced child changes the graph: the next call re-traces (and export needs that call first)
-        self._cached_graphs, self._last_graph = {}, None
+        self._cached_graphs, self._last_graph, self._call_index = {}, None, None
 
     def hybridize(self, active=True, backend=None, clear=True, static_alloc=False, static_shape=False,
                   inline_limit=2, forward_bulk_size=None, backward_bulk_size=None, check=None, **kwargs):
@@ -530,13 +534,20 @@ class HybridBlock(Block):
         self._flags = dict(backend=backend, static_alloc=static_alloc, static_shape=static_shape,
                            inline_limit=inline_limit, **kwargs)
         if clear:
-            self._cached_graphs = {}
+            self._cached_graphs, self._call_index = {}, None     # (the index would hold the old graphs)
         if active:
             precompile.start_loading()          # a warm kernel cache: Numba's start-up before the first call
         super().hybridize(active, backend=backend, clear=clear, static_alloc=static_alloc,
                           static_shape=static_shape, inline_limit=inline_limit, **kwargs)
 
+    _call_index = None      # cached_graph.CallIndex: made at the first hybridized call
+
     def _run_forward(self, args, kwargs):
+        index_as = None
+        if self._active and not kwargs:
+            out, index_as = cached_graph.fast_call(self, args)
+            if out is not cached_graph.MISS:
+                return out
         if not cached_graph.TRACING.get():
             kinds = cached_graph.input_kinds(args, kwargs)
             if "Symbol" in kinds:
@@ -557,7 +568,7 @@ class HybridBlock(Block):
                     raise InvalidArgument(f"When hybridized, the input of HybridBlock {self.name!r} must be (nested) "
                                           f"lists of NDArrays (or None), but got {bad[0]!r} of type "
                                           f"{type(bad[0]).__name__} (as in MXNet; call it unhybridized instead)")
-                return cached_graph.call_hybridized(self, args)
+                return cached_graph.call_hybridized(self, args, index_as)
         return self._run_eager(args, kwargs)
 
     def _keywords_as_positions(self, args, kwargs):

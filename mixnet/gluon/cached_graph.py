@@ -9,6 +9,7 @@ contrib.cond / foreach / while_loop.
 """
 import contextvars
 import logging
+import operator
 import threading
 import time
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from .._source import warn
 from .. import _logging, _nest, autograd, compiler, config
+from .._mode import MODE
 from .._nest import mxnet_format, unflatten  # noqa: F401  (gluon.block and the compiler use them from here)
 from ..base import MXNetError, dtype_name
 from ..codegen import backend
@@ -61,10 +63,12 @@ def signature(flat, structure):
 
 class _Constant:
     """An array made inside a traced forward, read by the graph like a parameter (never differentiated)."""
-    __slots__ = ("value",)
+    __slots__ = ("_data", "value")
 
     def __init__(self, value):
         self.value = value
+        self._data = self      # what _param_arrays watches: a constant stands for itself
+
 
     def data(self, ctx=None):
         return self.value
@@ -186,27 +190,30 @@ class CachedGraph:
     def _param_arrays(self):
         """Each parameter's array on this graph's device (Parameter.data(ctx), which checks and selects). The
         selection is kept while every parameter keeps its list of per-device arrays (initialization, cast and
-        reset_ctx replace it), so a call re-selects only after one of those."""
-        lists = [getattr(p, "_data", p) for p in self.params]      # a _Constant stands for itself
+        reset_ctx replace it), so a call re-selects only after one of those. (map over operator functions: this
+        runs on every call, and C-level checks cost no Python frame per parameter.)"""
+        lists = list(map(_DATA, self.params))
         cached = self._param_cache
-        if cached is not None and len(lists) == len(cached[0]) and all(map(_same, lists, cached[0])):
+        if cached is not None and all(map(operator.is_, lists, cached[0])):
             return list(cached[1])
-        arrays = [p.data(self.ctx) for p in self.params]
+        arrays = [p.data(self.ctx) for p in self.params]      # raises for a parameter without data
         self._param_cache = (lists, arrays)
         return list(arrays)
 
     def run(self, block, flat):
         """Runs the compiled graph: one tape node per call when autograd records, plain kernels otherwise."""
         self.calls += 1
-        inputs = self._inputs(flat)
-        is_train = autograd.is_training()
-        mask = _gradient_mask(inputs) if autograd.is_recording() else ()
-        if any(mask):
-            outs = self.training(mask).run(inputs, is_train, self.inline_limit)
-        else:
-            results = self.inference.run([x._data for x in inputs], is_train)
-            outs = [_wrap(r.copy() if any(r is x._data for x in inputs) else r, self.ctx) for r in results]
-        return unflatten(list(outs), self.out_structure)
+        inputs = list(flat) + self._param_arrays()
+        mode = MODE.get()
+        if mode.recording:
+            mask = _gradient_mask(inputs)
+            if True in mask:
+                plan = self._training.get(mask) or self.training(mask)
+                outs = plan.run(inputs, mode.training, self.inline_limit)
+                return outs[0] if self.out_structure == "x" else unflatten(list(outs), self.out_structure)
+        results = self.inference.run(list(map(_DATA, inputs)), mode.training)
+        outs = [_wrap(r.copy() if any(r is x._data for x in inputs) else r, self.ctx) for r in results]
+        return unflatten(outs, self.out_structure)
 
     def interpret(self, block, flat, monitor=None):
         """Runs the graph op by op through the dispatch door (each op recorded like eager code): check mode
@@ -216,12 +223,13 @@ class CachedGraph:
         return unflatten(list(outs), self.out_structure)
 
 
-def _same(a, b):
-    return a is b and a is not None
+_DATA = operator.attrgetter("_data")
+_NODE = operator.attrgetter("_node")
 
 
 def _gradient_mask(inputs):
-    return tuple(x._node is not None for x in inputs)
+    """(whether each input has an autograd node), without a Python frame per input."""
+    return tuple(map(operator.is_not, map(_NODE, inputs), [None] * len(inputs)))
 
 
 def input_kinds(args, kwargs):
@@ -282,6 +290,62 @@ def has_hooks_below(block):
                for child in block._children.values())
 
 
+_BLOCKS_CHANGED = [0]     # bumped whenever any block gains a child or a forward hook, or loses a hook
+
+
+def blocks_changed():
+    """Called by gluon.Block when a child is registered or a forward hook added or detached: every block's
+    CallIndex (whose entries hold only while no child below the block has hooks) starts over."""
+    _BLOCKS_CHANGED[0] += 1
+
+
+class CallIndex(dict):
+    """{call key: CachedGraph} for a hybridized block's calls on plain NDArray positional arguments: what the
+    repeated call of a training loop finds without the general path (`call_hybridized`: flattening, the
+    argument-structure and device checks, the signature with its dtype names and hashed Context, the walk
+    looking for hooks below). The key is the training mode and each argument's buffer shape, buffer dtype and
+    id(Context); an entry is added only after the general path ran that exact call, and it keeps the
+    Contexts it names alive (so their ids stay theirs). The index holds while the block keeps its
+    `_cached_graphs` dict (hybridize, register_child and clearing replace it) and no block anywhere changed its
+    children or forward hooks (`blocks_changed`); a fresh one replaces it otherwise. A copy (pickle,
+    deepcopy) starts empty: its block re-traces."""
+    __slots__ = ("graphs", "version")
+
+    LIMIT = 64               # entries: a loop making a new Context object per call must not grow it forever
+
+    def __init__(self, graphs=None, version=-1):
+        super().__init__()
+        self.graphs, self.version = graphs, version
+
+    def __reduce__(self):
+        return CallIndex, ()
+
+
+MISS = object()
+
+
+def fast_call(block, args):
+    """(result, None) when `args` (positional, every one exactly an NDArray) match a call the block's CallIndex
+    knows and nothing asks for the general path (an op hook, check mode, tracing, an eager ancestor); else
+    (MISS, key), key being what call_hybridized should index the call under (None: do not index it)."""
+    index = block._call_index
+    if index is None or index.graphs is not block._cached_graphs or index.version != _BLOCKS_CHANGED[0]:
+        index = block._call_index = CallIndex(block._cached_graphs, _BLOCKS_CHANGED[0])
+    if block._op_hook is not None or block._checks_left > 0 or TRACING.get() or EAGER.get():
+        return MISS, None
+    key = [MODE.get().training]
+    for a in args:
+        if type(a) is not NDArray:
+            return MISS, None
+        data = a._data
+        key += (data.shape, data.dtype, id(a._ctx))
+    key = tuple(key)
+    entry = index.get(key)
+    if entry is None:
+        return MISS, (index, key, tuple([a._ctx for a in args]))
+    return entry[0].run(block, args), None
+
+
 def _eager(block, args):
     """Runs the block eagerly, children included (they must not trace graphs of their own meanwhile)."""
     token = EAGER.set(True)
@@ -291,8 +355,9 @@ def _eager(block, args):
         EAGER.reset(token)
 
 
-def call_hybridized(block, args):
+def call_hybridized(block, args, index_as=None):
     """Runs a hybridized block on NDArray args: trace on a new signature, then run the cached graph.
+    index_as: from fast_call, where the call goes in the block's CallIndex once it has a graph.
 
     Threads: a new signature is traced under the block's lock, so threads making the same first call at once
     trace (and, with deferred shapes, initialize the parameters) once; the others wait and run that graph."""
@@ -315,6 +380,11 @@ def call_hybridized(block, args):
                 if first_result is not None:
                     graph.calls += 1
                     return first_result
+    if index_as is not None:
+        index, fast_key, contexts = index_as
+        if len(index) >= CallIndex.LIMIT:
+            index.clear()
+        index[fast_key] = (graph, contexts)
     if block._op_hook is not None:
         return graph.interpret(block, flat, _op_monitor(*block._op_hook))
     if block._checks_left > 0:

@@ -53,6 +53,7 @@ streams of their own (cupy's per-thread default stream), which this does not sup
 """
 import copy
 import dataclasses
+import operator
 import threading
 
 import numpy as np
@@ -60,6 +61,7 @@ import numpy as np
 from .._source import warn
 from .. import autograd, compiler, config
 from .. import random as mx_random
+from .._mode import MODE
 from ..ndarray.ndarray import _wrap
 from ..ops.common import call
 from ..ops.registry import OpDef
@@ -70,6 +72,7 @@ from ..symbol.symbol import Symbol
 from ..codegen import cache
 
 IDLE_BUFFER_SETS = 8        # planned buffer sets a plan keeps for later calls (more only while more calls run)
+_DATA = operator.attrgetter("_data")
 
 
 class _Compiled:
@@ -77,15 +80,15 @@ class _Compiled:
 
     With static_alloc, a call takes a buffer set of its own (see "Threads" in the module docstring): `_idle` holds
     the compiled graphs, each writing into its own planned buffers, that no call is running."""
-    __slots__ = ("_idle", "plan")
+    __slots__ = ("_idle", "plan", "run")
 
     def __init__(self, plan):
         self.plan = plan
         self._idle = [plan.code]
+        # nothing planned: calls share no buffer and run the compiled graph itself (one Python frame less)
+        self.run = plan.code if not plan.slots else self._run_pooled
 
-    def run(self, arrays, is_train, dests):
-        if not self.plan.slots:              # nothing planned: calls share no buffer
-            return self.plan.code(arrays, is_train, dests)
+    def _run_pooled(self, arrays, is_train, dests):
         try:
             graph = self._idle.pop()         # atomic: two threads never take the same set
         except IndexError:                   # every set is in use by calls running in other threads
@@ -217,46 +220,62 @@ class TrainingPlan:
         rng_state = None
         if self.random:
             rng_state = copy.deepcopy(mx_random._state(ctx).bit_generator.state)
-        arrays = [x._data for x in inputs]
-        results = self.forward.run(arrays, is_train)
+        # this runs on every recorded call: map over C functions and plain loops, no comprehension frames
+        arrays = list(map(_DATA, inputs))
+        results = self.forward._current.run(arrays, is_train, None)
         given = set(map(id, arrays))
-        outputs = tuple(_wrap(r.copy() if id(r) in given else r, ctx)   # an input returned as is: a copy of it
-                        for r in results[:self.n_out])
+        outputs = []
+        for r in results[:self.n_out]:
+            outputs.append(_wrap(r.copy() if id(r) in given else r, ctx))   # an input returned as is: a copy
+        outputs = tuple(outputs)
         for k in self._mutated_positions:
             inputs[k]._bump_version()
-        saved = list(results[self.n_out:]) + [arrays[k] for k in self.saved_inputs]
+        saved = list(results[self.n_out:])
+        saved += map(arrays.__getitem__, self.saved_inputs)
         attrs = {"saved": saved, "inputs": inputs, "rng_state": rng_state, "inline_limit": inline_limit}
-        recorded = tuple([inputs[k] for k in self._recorded_positions])
+        recorded = tuple(map(inputs.__getitem__, self._recorded_positions))
         autograd._record(self.op, attrs, recorded, outputs, is_train)
         return outputs
 
     def _grad_rule(self, ctx, *out_grads):
-        if autograd.is_recording():
+        if MODE.get().recording:
             return self._replay_gradients(ctx, out_grads)
         if self.backward is None:
             return (None,) * len(ctx.inputs)
-        heads = [out_grads[i]._data for i in self.head_index]
-        arrays = heads + ctx.attrs["saved"]
-        results = iter(self.backward.run(arrays, ctx.is_train, self._grad_destinations(ctx, arrays)))
-        device = ctx.inputs[0].context if ctx.inputs else self.ctx
-        return tuple(_wrap(next(results), device) if present else None for present in self.grad_present)
+        arrays = [out_grads[i]._data for i in self.head_index]
+        arrays += ctx.attrs["saved"]
+        results = self.backward._current.run(arrays, ctx.is_train, self._grad_destinations(ctx, arrays))
+        device = ctx.inputs[0]._ctx if ctx.inputs else self.ctx
+        grads, k = [], 0
+        for present in self.grad_present:     # every backward call: a loop, no comprehension frame
+            if present:
+                grads.append(_wrap(results[k], device))
+                k += 1
+            else:
+                grads.append(None)
+        return tuple(grads)
 
     def _grad_destinations(self, ctx, arrays):
         """Per backward output, the gradient buffer it can be written into directly (autograd.backward offers the
-        buffers of leaves with grad_req 'write' and this one contribution), or None. A buffer that the backward
-        also reads (a gradient passed back in as data) is not used."""
+        buffers of leaves with grad_req 'write' and this one contribution: GradContext.grad_buffer), or None. A
+        buffer that the backward also reads (a gradient passed back in as data) is not used."""
+        offered = ctx._destinations
+        if not offered:
+            return None
         dests, any_dest, read = [], False, None
         for present, x in zip(self.grad_present, ctx.inputs):
             if present:
-                buf = ctx.grad_buffer(x)
+                buf = offered.get(id(x))
                 if buf is not None:
                     if read is None:           # the allocations the backward reads (a view's base is its owner)
                         read = {id(a if a.base is None else a.base) for a in arrays}
-                    if (tuple(buf.shape) != tuple(x.shape) or buf.dtype != x.dtype
+                    data = x._data
+                    if (buf.shape != data.shape or buf.dtype != data.dtype
                             or id(buf if buf.base is None else buf.base) in read):
                         buf = None
+                    else:
+                        any_dest = True
                 dests.append(buf)
-                any_dest = any_dest or buf is not None
         return dests if any_dest else None
 
     def _replay_gradients(self, ctx, out_grads):

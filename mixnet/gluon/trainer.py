@@ -19,6 +19,8 @@ with an explanation (unpickling can run arbitrary code). load_states checks the 
 parameters and optimizer before it changes anything.
 """
 
+import operator
+
 import numpy as np
 
 from .. import _display
@@ -26,6 +28,10 @@ from ..base import MXNetError
 from .. import optimizer as opt
 from .. import kvstore as kvs
 from .parameter import Parameter, ParameterDict
+
+_DATA = operator.attrgetter("_data")
+_GRAD = operator.attrgetter("_grad")
+_GRAD_REQ = operator.attrgetter("_grad_req")
 
 __all__ = ["Trainer"]
 
@@ -340,19 +346,20 @@ class Trainer:
         arrays and its gradient buffers, which one pass of identity checks confirms (initialization, cast,
         reset_ctx, grad_req and attach_grad replace them); anything else rebuilds it as every step once did."""
         cached = self._targets_cache
-        if cached is not None:
-            watched, buffers, targets = cached
-            if all(p._data is data and p._grad_req == req for p, data, req in watched) \
-                    and all(a._grad is g for a, g in buffers):
+        if cached is not None:      # identity checks mapped over C getters: no Python frame per parameter
+            params, datas, reqs, arrays, grads, targets = cached
+            if all(map(operator.is_, map(_DATA, params), datas)) and list(map(_GRAD_REQ, params)) == reqs \
+                    and all(map(operator.is_, map(_GRAD, arrays), grads)):
                 return targets
         targets = []
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
                 continue
             targets.append((i, param, param._all_data(), param.list_grad()))
-        watched = [(p, p._data, p._grad_req) for p in self._params]
-        buffers = [(a, g) for _, _, arrays, grads in targets for a, g in zip(arrays, grads)]
-        self._targets_cache = (watched, buffers, targets)
+        params = list(self._params)
+        arrays = [a for _, _, datas, _ in targets for a in datas]
+        self._targets_cache = (params, list(map(_DATA, params)), list(map(_GRAD_REQ, params)), arrays,
+                               list(map(_GRAD, arrays)), targets)
         return targets
 
     def _stale_check(self, targets):

@@ -12,6 +12,8 @@ import operator
 
 __all__ = ["FlatCache", "packable"]
 
+_DATA = operator.attrgetter("_data")
+
 
 def packable(arrays):
     """True when every array is a plain NDArray (not a view) of the first one's dtype and context."""
@@ -47,20 +49,21 @@ class FlatCache:
         """One flat buffer per list of NDArrays (as `flat`), or None when the arrays of all the lists together are
         not packable (one dtype and device, no views): the buffers a group's multi-tensor update runs on. The
         packability is checked only when some list is new or had a buffer replaced."""
-        found = [self._packed(arrays) for arrays in lists]
-        if any(f is None for f in found):
-            if not packable([arr for arrays in lists for arr in arrays]):
-                return None
-            return [self.flat(arrays) for arrays in lists]
-        first, ctx = found[0], lists[0][0]._ctx
-        if all(f.dtype == first.dtype for f in found) and all(arrays[0]._ctx == ctx for arrays in lists):
-            return found
-        return None
+        found = list(map(self._packed, lists))
+        dtype, ctx, same = found[0] is not None and found[0].dtype, lists[0][0]._ctx, True
+        for f, arrays in zip(found, lists):   # a loop, no generator frames: this runs every optimizer step
+            if f is None:
+                if not packable([arr for arrays in lists for arr in arrays]):
+                    return None
+                return [self.flat(arrays) for arrays in lists]
+            if f.dtype != dtype or (arrays[0]._ctx is not ctx and arrays[0]._ctx != ctx):
+                same = False
+        return found if same else None
 
     def _packed(self, arrays):
         """The flat buffer of `arrays` if they still use its slices, else None."""
         entry = self._entries.get(tuple(map(id, arrays)))
-        if entry is not None and all(map(operator.is_, [arr._data for arr in arrays], entry.views)):
+        if entry is not None and all(map(operator.is_, map(_DATA, arrays), entry.views)):
             return entry.flat
         return None
 

@@ -327,7 +327,8 @@ class Optimizer:
 
     def _lazy_rows(self, weight, grad):
         """The rows a lazy update touches (a row_sparse gradient's stored rows), or None for a dense update.
-        MXNet's optimizers without a sparse kernel update densely (storage fallback): the default."""
+        MXNet's optimizers without a sparse kernel update densely (storage fallback): the default. A plain
+        (dense) NDArray gradient always updates densely: the multi-tensor Updater does not ask."""
         return None
 
     def _step(self, index, w, g, state, lr, wd):
@@ -596,8 +597,11 @@ def _sgd_numba(xp, w, g, mom, lr, wd, rescale, momentum):
     a kernel that pays for it); the caller then runs numpy."""
     arrays = (w, g) if mom is None else (w, g, mom)
     nk = _fastpath.numba_kernels(xp, *arrays, load=False)     # not worth Numba's start-up on its own
-    if nk is None or not all(a.flags.c_contiguous for a in arrays):
+    if nk is None:
         return False
+    for a in arrays:                 # a loop, no generator frame: this runs on every step
+        if not a.flags.c_contiguous:
+            return False
     lr_rescale = lr * _f32(rescale)
     if mom is None:
         decay = _f32(1) - lr * wd if wd else _f32(1)     # w * 1 is w exactly, as skipping the multiply
@@ -658,9 +662,9 @@ class SGD(_MomentumState, Optimizer):
             if not indices:
                 return
         for positions, lr, wd in self._grouped(indices, weights, grads, states):
-            ws = [weights[p] for p in positions]
-            gs = [grads[p] for p in positions]
-            ms = [states[p] for p in positions] if self.momentum != 0.0 else None
+            ws = list(map(weights.__getitem__, positions))
+            gs = list(map(grads.__getitem__, positions))
+            ms = list(map(states.__getitem__, positions)) if self.momentum != 0.0 else None
             flats = self._flats(ws, gs, *([] if ms is None else [ms])) if len(positions) > 1 else None
             if flats is not None:
                 _sgd_flat(ws[0]._ctx.xp, flats if ms is not None else flats + [None], lr, wd, self.rescale_grad,
@@ -1417,17 +1421,24 @@ class Updater:
                 self.unchecked.discard(i)
                 self.states[i] = self.sync_state_context(self.states[i], w.context)
                 self.states_synced[i] = True
-        self.optimizer._set_current_context(_ctx_key(weights[0].context))
-        states = [self.states[i] for i in indices]
-        lazy = [p for p, (w, g) in enumerate(zip(weights, grads)) if self.optimizer._lazy_rows(w, g) is not None]
+        optimizer = self.optimizer
+        optimizer._set_current_context(weights[0]._ctx)
+        states = list(map(self.states.__getitem__, indices))
+        lazy = []                    # a loop without a call per dense gradient: this runs every step
+        for p, g in enumerate(grads):
+            if type(g) is not NDArray and optimizer._lazy_rows(weights[p], g) is not None:
+                lazy.append(p)
         if len(indices) == 1 or len(lazy) == len(indices):
             for p in range(len(indices)):
                 self.optimizer.update_multi_precision(indices[p], weights[p], grads[p], states[p])
             return
         for p in lazy:      # lazy (row_sparse) updates one by one; the multi-tensor path is dense
             self.optimizer.update_multi_precision(indices[p], weights[p], grads[p], states[p])
+        if not lazy:                 # every step of a dense model
+            optimizer._update_many(indices, weights, grads, states)
+            return
         dense = [p for p in range(len(indices)) if p not in set(lazy)]
-        self.optimizer._update_many(*([seq[p] for p in dense] for seq in (indices, weights, grads, states)))
+        optimizer._update_many(*([seq[p] for p in dense] for seq in (indices, weights, grads, states)))
 
     def sync_state_context(self, state, context):
         if isinstance(state, NDArray):

@@ -98,7 +98,7 @@ class CompiledGraph:
 
     def __call__(self, arrays, is_train, dests=None):
         rng = dispatch.random_state(self.ctx) if self.random else None
-        extra = () if dests is None else [dests[k] for k in self.dest_outputs]
+        extra = () if dests is None else map(dests.__getitem__, self.dest_outputs)
         prof = dispatch.PROFILER
         run = self._run if prof is None else self._profiled(prof)
         try:

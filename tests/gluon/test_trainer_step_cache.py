@@ -128,6 +128,14 @@ def test_replaced_buffers_are_repacked():
     _check_step(net, trainer, x, 0.1)
 
 
+def test_a_new_gradient_buffer_is_the_one_stepped():
+    net, trainer, x = _setup()
+    _check_step(net, trainer, x, 0.1)
+    net[0].weight.data().attach_grad()      # a new .grad buffer; the parameter's arrays and grad_req unchanged
+    _check_step(net, trainer, x, 0.1)
+    _check_step(net, trainer, x, 0.1)
+
+
 def test_stale_gradients_and_ignore_stale_grad():
     net, trainer, x = _setup()
     _check_step(net, trainer, x, 0.1)
