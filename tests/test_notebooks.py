@@ -98,3 +98,16 @@ def test_streams_compare_as_wholes_and_result_types_count():
     changed_code.cells[0].source = "something_else()"
     assert run.differences(committed, changed_code) == [
         "the code cells differ (the notebook changed since it was run?)"]
+
+
+def test_a_volatile_cell_compares_its_output_kinds_only():
+    committed = _notebook([("stderr", "[Epoch 0]: 100%|#| 10/10 [1637.70batch/s]\n"), ("stdout", "done\n")])
+    for cell in committed.cells:
+        cell.metadata["tags"] = ["volatile"]
+    fresh = _notebook([("stderr", "[Epoch 0]: 100%|#| 10/10 [2010.11batch/s]\n"), ("stderr", "more\n"),
+                       ("stdout", "done, other text\n")])
+    for cell in fresh.cells:
+        cell.metadata["tags"] = ["volatile"]
+    assert run.differences(committed, fresh) == []
+    fresh.cells[0].outputs = fresh.cells[0].outputs[:2]          # the stdout output is gone
+    assert len(run.differences(committed, fresh)) == 1

@@ -6,6 +6,7 @@ so a run that shows no bar never pays for it. Per batch the cost is one counter 
 metric values are read only when the bar will be redrawn (at most every `MININTERVAL` seconds).
 """
 import contextlib
+import importlib.util
 import sys
 import time
 
@@ -51,11 +52,22 @@ def _short(name):
     return name
 
 
+def _tqdm_class():
+    """tqdm.auto's choice (a widget in Jupyter), but tqdm's text bar in a notebook without ipywidgets, where
+    tqdm.auto would warn and fall back to it anyway. Imported only when a bar is drawn: tqdm.auto inspects IPython
+    on import."""
+    if in_notebook() and importlib.util.find_spec("ipywidgets") is None:
+        from tqdm.std import tqdm
+    else:
+        from tqdm.auto import tqdm
+    return tqdm
+
+
 class Bar:
     """One tqdm bar for one pass over a data loader; `metrics` fill its postfix."""
 
     def __init__(self, total, desc, metrics, leave=True):
-        from tqdm.auto import tqdm   # only when a bar is drawn: tqdm.auto inspects IPython on import
+        tqdm = _tqdm_class()
         self._metrics = metrics
         self._bar = tqdm(total=total, desc=desc, leave=leave, mininterval=MININTERVAL, unit="batch",
                          dynamic_ncols=True, disable=False)
