@@ -138,7 +138,10 @@ def _numbers_match(a, b):
     move the last printed digit of a loss without the notebook being out of date."""
     if not any(c in a + b for c in ".eE"):
         return a == b
-    x, y = float(a.replace(",", "")), float(b.replace(",", ""))
+    try:
+        x, y = float(a.replace(",", "")), float(b.replace(",", ""))
+    except ValueError:          # not one number: a version such as 1.9.1
+        return a == b
     return abs(x - y) <= 1e-6 + 1e-2 * max(abs(x), abs(y))
 
 

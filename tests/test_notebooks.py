@@ -82,6 +82,8 @@ def test_other_lines_allow_the_last_digit_of_a_decimal_but_not_of_an_integer():
     committed = _notebook([("stdout", "loss 0.5213 after 40 steps, shape (2, 3)\n")])
     same = _notebook([("stdout", "loss 0.5214 after 40 steps, shape (2, 3)\n")])   # another BLAS's summation order
     assert run.differences(committed, same) == []
+    assert run.differences(_notebook([("stdout", "MXNet 1.9.1\n")]), _notebook([("stdout", "MXNet 1.9.1\n")])) == []
+    assert len(run.differences(_notebook([("stdout", "MXNet 1.9.1\n")]), _notebook([("stdout", "MXNet 1.9.2\n")]))) == 1
     for changed in ("loss 0.5313 after 40 steps, shape (2, 3)", "loss 0.5213 after 41 steps, shape (2, 3)",
                     "loss 0.5213 after 40 steps, shape (2, 4)"):
         assert len(run.differences(committed, _notebook([("stdout", changed + "\n")]))) == 1, changed
