@@ -1,5 +1,5 @@
 """The user's side of the stack: their source line (for graph nodes and error messages), warnings that point at
-it, and tracebacks without mixnet's own frames.
+it (tracebacks without mixnet's own frames: `_traceback.py`).
 
 A frame is mixnet's when its file is inside this package (generated graph code, `<mixnet graph N>`, included) or
 the stdlib's contextlib (mixnet's scopes). In IPython a cell's file (`/tmp/ipykernel_NNN/NNNN.py`) is shown as
@@ -7,10 +7,7 @@ IPython shows it: `Cell In[3], line 13`. IPython is never imported here: only as
 """
 import os
 import sys
-import types
 import warnings
-
-from . import config
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _STDLIB = os.path.dirname(os.__file__) + os.sep
@@ -79,30 +76,3 @@ def warn(message, category=UserWarning):
     if frame is None or frame.f_code.co_filename.startswith(_THREAD_START):
         level = 2
     warnings.warn(message, category, stacklevel=level)
-
-
-def hide_internals(err):
-    """`err` with mixnet's frames cut out of its traceback, for a boundary between the user and mixnet to re-raise:
-
-        except MXNetError as err:
-            __tracebackhide__ = True        # IPython and pytest hide this frame too
-            raise hide_internals(err)
-
-    The user's frames (their forward(), hybrid_forward(), gradient functions) stay, in order; the re-raise adds
-    the boundary's own frame once. The exception, its message and its __cause__/__context__ chain are untouched.
-    MIXNET_FULL_TRACEBACK=1 (config.FULL_TRACEBACK, read now) keeps every frame: only the boundary's own entry
-    is dropped, which the re-raise puts back."""
-    tb = err.__traceback__
-    if tb is None:
-        return err
-    if config.FULL_TRACEBACK:
-        return err.with_traceback(tb.tb_next)
-    kept = []
-    while tb is not None:
-        if not _internal(tb.tb_frame.f_code.co_filename):
-            kept.append(tb)
-        tb = tb.tb_next
-    chain = None
-    for entry in reversed(kept):
-        chain = types.TracebackType(chain, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
-    return err.with_traceback(chain)

@@ -10,7 +10,8 @@ import contextlib
 
 from . import _mode
 from ._mode import MODE, Mode
-from ._source import hide_internals, warn
+from ._source import warn
+from ._traceback import hide_internals
 from .base import MXNetError
 from .ndarray.ndarray import NDArray, _wrap, ones_like_array as _ones_like, zeros_like_array as _zeros_like
 from .ops.common import call as _call

@@ -87,6 +87,7 @@ import os
 import sys
 import types
 
+from ._source import warn
 from .base import MXNetError
 
 _FALSE = ("", "0", "false", "no", "off")
@@ -164,7 +165,6 @@ class _Flag:
         try:
             return self.parse(raw)
         except ValueError:
-            from ._source import warn   # local: _source reads flags from this module
             warn(f"{self.env}={raw!r} is not a positive number; using {self.default}")
             return self.default
 

@@ -14,7 +14,8 @@ from .. import config
 from .. import initializer as init_module
 from .. import name as name_module
 from .._atomic import write_atomic
-from .._source import hide_internals, warn
+from .._source import warn
+from .._traceback import hide_internals
 from ..base import InputDtypeWarning, MXNetError, MXNetWarning
 from ..codegen import precompile
 from ..ndarray import load as nd_load, save as nd_save

@@ -10,7 +10,8 @@ import numpy as np
 
 from .._mode import MODE
 from .._operator_table import OPERATORS, install_operators
-from .._source import hide_internals, warn
+from .._source import warn
+from .._traceback import hide_internals
 from ..base import InputDtypeWarning, MXNetError, OpError, ScalarConversionError, dtype_np, is_number
 from ..context import Context, array_module, current_context, cpu
 from ..ops import dispatch, registry

@@ -1,7 +1,7 @@
 """Builds the `mx.nd.*` functions from the operator registry (one generic binder, no per-op code)."""
 import numpy as np
 
-from .._source import hide_internals
+from .._traceback import hide_internals
 from ..base import MXNetError
 from ..ops import dispatch, docgen, registry
 from ..ops.binding import bind_call
