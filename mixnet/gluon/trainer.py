@@ -24,6 +24,7 @@ import operator
 import numpy as np
 
 from .. import _display
+from .._source import hide_internals
 from ..base import MXNetError
 from .. import optimizer as opt
 from .. import kvstore as kvs
@@ -33,7 +34,12 @@ _DATA = operator.attrgetter("_data")
 _GRAD = operator.attrgetter("_grad")
 _GRAD_REQ = operator.attrgetter("_grad_req")
 
-__all__ = ["Trainer"]
+__all__ = ["Trainer", "StaleGradientError"]
+
+
+class StaleGradientError(MXNetError, UserWarning):
+    """step()/update() found a parameter whose gradient no backward() wrote since the last step. Also a
+    UserWarning, the class MXNet raises here (so `except UserWarning` keeps working)."""
 
 
 class Trainer:
@@ -290,18 +296,26 @@ class Trainer:
         ignore_stale_grad : bool, default False
             Skip parameters whose gradient was not written since the last step instead of raising.
         """
-        self._optimizer.rescale_grad = self._scale / batch_size
-        self._prepare()
-        self._allreduce_grads()
-        self._update(ignore_stale_grad)
+        try:
+            self._optimizer.rescale_grad = self._scale / batch_size
+            self._prepare()
+            self._allreduce_grads()
+            self._update(ignore_stale_grad)
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
 
     def allreduce_grads(self):
         """Sums each gradient over its contexts (for gradient clipping etc. between backward and update())."""
-        self._prepare()
-        if self._kvstore is not None and self._update_on_kvstore:
-            raise AssertionError("allreduce_grads() when parameters are updated on kvstore is not supported. Try "
-                                 "setting `update_on_kvstore` to False when creating trainer.")
-        self._allreduce_grads()
+        try:
+            self._prepare()
+            if self._kvstore is not None and self._update_on_kvstore:
+                raise AssertionError("allreduce_grads() when parameters are updated on kvstore is not supported. "
+                                     "Try setting `update_on_kvstore` to False when creating trainer.")
+            self._allreduce_grads()
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
 
     def _allreduce_grads(self):
         if self._kvstore is None:
@@ -333,12 +347,16 @@ class Trainer:
 
     def update(self, batch_size, ignore_stale_grad=False):
         """The update half of step() (after allreduce_grads()): rescale_grad = scale / batch_size, then update."""
-        self._prepare()
-        if self._kvstore is not None and self._update_on_kvstore:
-            raise AssertionError("update() when parameters are updated on kvstore is not supported. Try setting "
-                                 "`update_on_kvstore` to False when creating trainer.")
-        self._optimizer.rescale_grad = self._scale / batch_size
-        self._update(ignore_stale_grad)
+        try:
+            self._prepare()
+            if self._kvstore is not None and self._update_on_kvstore:
+                raise AssertionError("update() when parameters are updated on kvstore is not supported. Try "
+                                     "setting `update_on_kvstore` to False when creating trainer.")
+            self._optimizer.rescale_grad = self._scale / batch_size
+            self._update(ignore_stale_grad)
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
 
     def _targets(self):
         """[(index, param, arrays, grads)] for the parameters that take gradients (grad_req not 'null'): each
@@ -366,7 +384,7 @@ class Trainer:
         for _, param, arrays, _ in targets:
             for data in arrays:
                 if not data._fresh_grad:
-                    raise UserWarning(
+                    raise StaleGradientError(
                         f"Gradient of Parameter `{param.name}` on context {data.context} has not been updated by "
                         "backward since last `step`. This could mean a bug in your model that made it only use a "
                         "subset of the Parameters (Blocks) for this iteration. If you are intentionally only using "
