@@ -12,7 +12,7 @@ MODULES = {
     "mixnet.gluon.nn.basic_layers": 2,  # HybridSequential, Dense
     "mixnet.gluon.rnn.rnn_layer": 1,    # LSTM
     "mixnet.gluon.rnn.rnn_cell": 3,     # LSTMCell (unroll, valid_length), SequentialRNNCell, BidirectionalCell
-    "mixnet.gluon.loss": 2,             # L2Loss, SoftmaxCrossEntropyLoss
+    "mixnet.gluon.loss": 3,             # L2Loss, SoftmaxCrossEntropyLoss, HuberLoss
     "mixnet.gluon.trainer": 1,          # Trainer
     "mixnet.gluon.data.dataloader": 1,  # DataLoader
 }
