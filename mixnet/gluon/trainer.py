@@ -263,17 +263,26 @@ class Trainer:
     # ------------------------------------------------------------------ learning rate
     @property
     def learning_rate(self):
+        """float: the optimizer's current learning rate (its lr_scheduler's value when it has one)."""
         if not isinstance(self._optimizer, opt.Optimizer):
             raise UserWarning("Optimizer has to be defined before its learning rate can be accessed.")
         return self._optimizer.learning_rate
 
     @property
     def optimizer(self):
+        """Optimizer: the optimizer this trainer applies."""
         if isinstance(self._optimizer, opt.Optimizer):
             return self._optimizer
         raise UserWarning("Optimizer has not been initialized yet")
 
     def set_learning_rate(self, lr):
+        """Sets the optimizer's learning rate for the next steps.
+
+        Parameters
+        ----------
+        lr : float
+            The new learning rate.
+        """
         if not isinstance(self._optimizer, opt.Optimizer):
             raise UserWarning("Optimizer has to be defined before its learning rate is mutated.")
         self._optimizer.set_learning_rate(lr)
@@ -294,7 +303,8 @@ class Trainer:
         batch_size : int
             The batch size the gradients were summed over (they are divided by it).
         ignore_stale_grad : bool, default False
-            Skip parameters whose gradient was not written since the last step instead of raising.
+            Skip parameters whose gradient was not written since the last step instead of raising
+            `StaleGradientError`.
         """
         try:
             self._optimizer.rescale_grad = self._scale / batch_size
@@ -306,7 +316,11 @@ class Trainer:
             raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
 
     def allreduce_grads(self):
-        """Sums each gradient over its contexts (for gradient clipping etc. between backward and update())."""
+        """Sums each parameter's gradient over its contexts (and workers), the first half of `step`: call it,
+        change the gradients (e.g. `gluon.utils.clip_global_norm`), then `update`.
+
+        Raises `AssertionError` when the trainer updates on the KVStore (make it with update_on_kvstore=False).
+        """
         try:
             self._prepare()
             if self._kvstore is not None and self._update_on_kvstore:
@@ -346,7 +360,16 @@ class Trainer:
                     g._bump_version()
 
     def update(self, batch_size, ignore_stale_grad=False):
-        """The update half of step() (after allreduce_grads()): rescale_grad = scale / batch_size, then update."""
+        """Updates every parameter from its gradient, the second half of `step` (after `allreduce_grads`).
+
+        Parameters
+        ----------
+        batch_size : int
+            The batch size the gradients were summed over (they are divided by it).
+        ignore_stale_grad : bool, default False
+            Skip parameters whose gradient was not written since the last step instead of raising
+            `StaleGradientError`.
+        """
         try:
             self._prepare()
             if self._kvstore is not None and self._update_on_kvstore:
@@ -423,7 +446,14 @@ class Trainer:
 
     # ------------------------------------------------------------------ states
     def save_states(self, fname):
-        """Saves the optimizer states and settings (safe format, see the module docstring), atomically."""
+        """Saves the optimizer's states (momenta, update counts, ...) and settings to a file, atomically, in a
+        safe format (NDArray-list, no pickle; see the module docstring).
+
+        Parameters
+        ----------
+        fname : str
+            The file to write.
+        """
         if self._optimizer is None:
             raise AssertionError("Optimizer has not been initialized")
         self._prepare()
@@ -433,9 +463,15 @@ class Trainer:
             opt.optimizer.write_atomic(fname, self._updaters[0].get_states(dump_optimizer=True))
 
     def load_states(self, fname):
-        """Loads what save_states wrote (states go to every context). Pickled MXNet files are refused. The file is
-        checked against this trainer's parameters and optimizer first (Updater.set_states): a corrupt, truncated
-        or mismatched one raises MXNetError naming the file and what does not fit, and changes nothing."""
+        """Loads what `save_states` wrote; the states go to every context. Pickled MXNet `.states` files are
+        refused. The file is checked against this trainer's parameters and optimizer first: a corrupt, truncated
+        or mismatched one raises MXNetError naming the file and what does not fit, and changes nothing.
+
+        Parameters
+        ----------
+        fname : str
+            The file to read.
+        """
         self._prepare()
         data = _read(fname)
         names = {i: param.name for i, param in enumerate(self._params)}
