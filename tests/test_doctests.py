@@ -8,10 +8,11 @@ import pytest
 MODULES = {
     "mixnet.ndarray.ndarray": 2,        # NDArray, nd.array
     "mixnet.autograd": 1,               # autograd.record
-    "mixnet.gluon.block": 1,            # HybridBlock.hybridize
+    "mixnet.gluon.block": 2,            # HybridBlock.hybridize, Block (collect_params, save/load_parameters)
     "mixnet.gluon.nn.basic_layers": 2,  # HybridSequential, Dense
     "mixnet.gluon.rnn.rnn_layer": 1,    # LSTM
-    "mixnet.gluon.loss": 2,             # L2Loss, SoftmaxCrossEntropyLoss
+    "mixnet.gluon.rnn.rnn_cell": 3,     # LSTMCell (unroll, valid_length), SequentialRNNCell, BidirectionalCell
+    "mixnet.gluon.loss": 3,             # L2Loss, SoftmaxCrossEntropyLoss, HuberLoss
     "mixnet.gluon.trainer": 1,          # Trainer
     "mixnet.gluon.data.dataloader": 1,  # DataLoader
 }

@@ -7,6 +7,7 @@ import threading
 import traceback
 import warnings
 
+import numpy as np
 import pytest
 
 import mixnet as mx
@@ -75,6 +76,49 @@ def test_backward_errors_are_trimmed():
     assert [f.name for f in _mixnet_frames(err)] == ["backward"]
     err = _raise_from(lambda: autograd.backward([mx.nd.ones((1,))]))     # never recorded
     assert [f.name for f in _mixnet_frames(err)] == ["backward"]
+
+
+def test_trainer_errors_are_trimmed_and_stale_gradients_stay_a_user_warning():
+    net = gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    trainer = gluon.Trainer(net.collect_params(), "sgd")
+    with autograd.record():
+        loss = net(mx.nd.ones((1, 3))).sum()
+    loss.backward()
+    trainer.step(1)
+    err = _raise_from(lambda: trainer.step(1))               # no backward since the last step
+    assert isinstance(err, UserWarning) and "dense" in str(err) and "ignore_stale_grad=True" in str(err)
+    assert [f.name for f in _mixnet_frames(err)] == ["step"]
+    err = _raise_from(lambda: trainer.update(1))
+    assert [f.name for f in _mixnet_frames(err)] == ["update"]
+    lazy = gluon.Trainer(gluon.nn.Dense(2).collect_params(), "sgd")   # nothing initialized
+    err = _raise_from(lambda: lazy.allreduce_grads())
+    assert [f.name for f in _mixnet_frames(err)] == ["allreduce_grads"] and "initialize" in str(err)
+
+
+def _ragged_batches(**kwargs):
+    return list(gluon.data.DataLoader(gluon.data.SimpleDataset([np.ones(3), np.ones(4), np.ones(3)]),
+                                      batch_size=3, **kwargs))
+
+
+def test_dataloader_batchify_error_names_the_indices_and_shapes_and_is_trimmed():
+    err = _raise_from(_ragged_batches)
+    assert isinstance(err, gluon.data.BatchifyError) and isinstance(err, ValueError)
+    assert "sample indices [0, 1, 2]" in str(err)
+    assert "(3,) at positions [0, 2]; (4,) at positions [1]" in str(err) and "Pad()" in str(err)
+    assert [f.name for f in _mixnet_frames(err)] == ["_same_process_iter"]
+    err = _raise_from(lambda: _ragged_batches(num_workers=1, thread_pool=True))   # raised from a worker's result
+    assert "sample indices [0, 1, 2]" in str(err) and "(4,) at positions [1]" in str(err)
+    assert [f.name for f in _mixnet_frames(err)] == ["__next__"]
+
+
+def test_dataloader_user_batchify_error_keeps_the_users_frame():
+    def batchify(samples):
+        return mx.nd.stack(*samples) + mx.nd.ones((5,))       # the user's bug: (2, 3) + (5,)
+    loader = gluon.data.DataLoader(gluon.data.SimpleDataset([np.ones(3)] * 2), batch_size=2, batchify_fn=batchify)
+    err = _raise_from(lambda: next(iter(loader)))
+    assert [f.name for f in _user_frames(err)] == ["_raise_from", "<lambda>", "batchify"]
+    assert [f.name for f in _mixnet_frames(err)] == ["_same_process_iter"]
 
 
 def test_full_traceback_flag_is_read_at_raise_time_and_keeps_every_frame(monkeypatch):

@@ -126,7 +126,37 @@ class Block:
     """Base class of all layers and models. Subclass it and define `forward`.
 
     Blocks pickle and deepcopy (parameters, structure, hybridize flags and hooks; a hybridized block's compiled
-    graphs are dropped and traced again at the next call)."""
+    graphs are dropped and traced again at the next call).
+
+    Parameters
+    ----------
+    prefix : str, optional
+        The prefix of this block's name and of its parameters' names (default: the class name, lowercased, with
+        a counter: 'dense0_').
+    params : ParameterDict, optional
+        Parameters to share with another block (`other.collect_params()`); default: new ones.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import mixnet as mx
+    >>> net = mx.gluon.nn.HybridSequential(prefix="model_")
+    >>> with net.name_scope():
+    ...     net.add(mx.gluon.nn.Dense(3, in_units=2), mx.gluon.nn.Dense(1, in_units=3))
+    >>> net.initialize(mx.init.Constant(0.5))
+    >>> sorted(net.collect_params())
+    ['model_dense0_bias', 'model_dense0_weight', 'model_dense1_bias', 'model_dense1_weight']
+    >>> list(net.collect_params(".*weight"))
+    ['model_dense0_weight', 'model_dense1_weight']
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.params")
+    >>> net.save_parameters(path)                        # structural names: '0.weight', '1.bias', ...
+    >>> sorted(mx.nd.load(path))
+    ['0.bias', '0.weight', '1.bias', '1.weight']
+    >>> net[0].weight.set_data(mx.nd.zeros((3, 2)))
+    >>> net.load_parameters(path)
+    >>> net[0].weight.data().asnumpy().tolist()
+    [[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]]
+    """
 
     def __init__(self, prefix=None, params=None):
         self._empty_prefix = prefix == ""
@@ -171,10 +201,12 @@ class Block:
     # ------------------------------------------------------------------ naming
     @property
     def prefix(self):
+        """str: the prefix of this block's parameters' names, e.g. 'dense0_'."""
         return self._prefix
 
     @property
     def name(self):
+        """str: this block's name, the prefix without its trailing '_'."""
         return self._name
 
     @property
@@ -183,9 +215,21 @@ class Block:
         return self._params
 
     def name_scope(self):
+        """A context manager: blocks created inside it get this block's prefix in front of theirs
+        (`with self.name_scope(): self.dense = nn.Dense(3)` names it 'mynet0_dense0_')."""
         return self._scope
 
     def register_child(self, block, name=None):
+        """Makes `block` a child: its parameters join `collect_params()`, and `hybridize`, `cast`, `apply`,
+        `initialize` and `save_parameters` reach it. Assigning a Block to an attribute does this.
+
+        Parameters
+        ----------
+        block : Block
+            The child.
+        name : str, optional
+            Its key among the children (and in save_parameters' names); default: the next number.
+        """
         if name is None:
             name = str(len(self._children))
         self._children[name] = block
@@ -193,7 +237,17 @@ class Block:
 
     # ------------------------------------------------------------------ parameters
     def collect_params(self, select=None):
-        """All parameters of this block and its children; `select` is a regex matched on full names."""
+        """All parameters of this block and its children, by full name (what `Trainer` and `initialize` take).
+
+        Parameters
+        ----------
+        select : str, optional
+            A regular expression the full names must match (e.g. '.*weight|.*bias'); None: all.
+
+        Returns
+        -------
+        ParameterDict
+        """
         self._warn_unregistered_blocks()
         result = ParameterDict(self._params.prefix)
         result.update(self._params)
@@ -232,9 +286,33 @@ class Block:
         return result
 
     def initialize(self, init=init_module.Uniform(), ctx=None, verbose=False, force_reinit=False):
+        """Initializes every parameter of this block and its children (`collect_params().initialize(...)`).
+        Parameters with unknown dimensions are initialized at the first forward call, from the input's shape.
+
+        Parameters
+        ----------
+        init : Initializer, default Uniform()
+            The initializer of parameters that have none of their own.
+        ctx : Context or list of Context, optional
+            Where the values live (several: one copy per device); default: the current context.
+        verbose : bool, default False
+            Log which initializer each parameter gets.
+        force_reinit : bool, default False
+            Initialize again parameters that already have values (otherwise they are left, with a warning).
+        """
         self.collect_params().initialize(init, ctx, verbose, force_reinit)
 
     def save_parameters(self, filename, deduplicate=False):
+        """Saves the parameters' values under structural names (attribute paths such as '0.weight' or
+        'encoder.dense.bias', independent of prefixes) in MXNet's NDArray file format.
+
+        Parameters
+        ----------
+        filename : str
+            The file to write.
+        deduplicate : bool, default False
+            Save a parameter shared by several blocks once, under its last name, instead of under each name.
+        """
         params = self._collect_params_with_prefix()
         if deduplicate:
             last_name = {}
@@ -249,6 +327,23 @@ class Block:
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False, cast_dtype=False,
                         dtype_source="current"):
+        """Loads values written by `save_parameters` (or, by its global names, by the legacy `save_params`).
+
+        Parameters
+        ----------
+        filename : str
+            The file to read.
+        ctx : Context or list of Context, optional
+            Where to put the values; default: where the parameters already are, else the current context.
+        allow_missing : bool, default False
+            Leave parameters absent from the file as they are instead of raising MXNetError.
+        ignore_extra : bool, default False
+            Skip values in the file that match no parameter instead of raising MXNetError.
+        cast_dtype : bool, default False
+            Cast values whose dtype differs from the parameter's (otherwise a mismatch raises).
+        dtype_source : {'current', 'saved'}, default 'current'
+            With cast_dtype: keep the parameter's dtype ('current') or take the file's ('saved').
+        """
         loaded = nd_load(filename)
         if isinstance(loaded, list):
             raise MXNetError(f"{filename!r} holds an unnamed list of arrays, not parameters")
@@ -333,32 +428,79 @@ class Block:
 
     # ------------------------------------------------------------------ running
     def register_forward_pre_hook(self, hook):
-        """hook(block, inputs) runs before forward; returns a handle whose detach() removes it."""
+        """Registers `hook(block, inputs)` to run before every forward call.
+
+        Parameters
+        ----------
+        hook : callable
+            Called with the block and the tuple of positional inputs.
+
+        Returns
+        -------
+        HookHandle
+            `handle.detach()` removes the hook.
+        """
         handle = HookHandle(self._forward_pre_hooks)
         self._forward_pre_hooks[handle._id] = hook
         cached_graph.blocks_changed()
         return handle
 
     def register_forward_hook(self, hook):
-        """hook(block, inputs, outputs) runs after forward; returns a handle whose detach() removes it."""
+        """Registers `hook(block, inputs, outputs)` to run after every forward call.
+
+        Parameters
+        ----------
+        hook : callable
+            Called with the block, the tuple of positional inputs and the output(s).
+
+        Returns
+        -------
+        HookHandle
+            `handle.detach()` removes the hook.
+        """
         handle = HookHandle(self._forward_hooks)
         self._forward_hooks[handle._id] = hook
         cached_graph.blocks_changed()
         return handle
 
     def apply(self, fn):
+        """Calls `fn(block)` on every descendant (children first) and then on this block; returns this block.
+
+        Parameters
+        ----------
+        fn : callable
+            The function, e.g. `lambda b: b.collect_params().setattr('lr_mult', 0.1)`.
+        """
         for child in self._children.values():
             child.apply(fn)
         fn(self)
         return self
 
     def cast(self, dtype):
+        """Casts every parameter of this block and its children (values, gradients) to `dtype`; feed the
+        block inputs of that dtype afterwards.
+
+        Parameters
+        ----------
+        dtype : str or numpy.dtype
+            The new dtype, e.g. 'float16' or 'float64'.
+        """
         for child in self._children.values():
             child.cast(dtype)
         for param in self.params.values():
             param.cast(dtype)
 
     def hybridize(self, active=True, **kwargs):
+        """Hybridizes (or, with active=False, un-hybridizes) the HybridBlock children; a plain Block itself
+        keeps running its Python `forward`. See `HybridBlock.hybridize` for the options.
+
+        Parameters
+        ----------
+        active : bool, default True
+            True compiles the HybridBlock children; False returns them to eager execution.
+        **kwargs
+            Passed to each child's `hybridize` (`static_alloc=`, `check=`, ...).
+        """
         for child in self._children.values():
             child.hybridize(active, **kwargs)
 
@@ -390,9 +532,15 @@ class Block:
 
     # ------------------------------------------------------------------ summary
     def summary(self, *inputs):
-        """Prints each layer with its output shape and parameter count. Without inputs (or before the parameters
-        are initialized) it lists the declared parameter shapes, with ? for dimensions not yet known. With inputs,
-        a hybridized block (or child) raises AssertionError, as in MXNet."""
+        """Prints each layer with its output shape and parameter count, then the totals. Without inputs (or
+        before the parameters are initialized) it lists the declared parameter shapes, with ? for dimensions not
+        yet known. With inputs, a hybridized block (or child) raises AssertionError, as in MXNet.
+
+        Parameters
+        ----------
+        *inputs : NDArray
+            Inputs for one eager forward call that records each layer's output shapes (optional).
+        """
         rows, handles = [], []
         if inputs:
             # As MXNet: per-layer output shapes are only reported for a block run eagerly.
@@ -606,8 +754,24 @@ class HybridBlock(Block):
             return self.forward(*args, **kwargs)
 
     def export(self, path, epoch=0, remove_amp_cast=True):
-        """Writes `path-symbol.json` and `path-%04d.params` (arg:/aux: names) that MXNet's
-        SymbolBlock.imports loads. Needs one hybridized forward first (that call traced the graph)."""
+        """Writes the traced graph and the parameters in MXNet's deployment format, `path-symbol.json` and
+        `path-%04d.params` (names 'arg:...'/'aux:...'), which `SymbolBlock.imports` (mixnet's or MXNet's) loads.
+        Needs `hybridize()` and one forward call first (that call traced the graph).
+
+        Parameters
+        ----------
+        path : str
+            The path prefix of both files.
+        epoch : int, default 0
+            The number in the params file's name.
+        remove_amp_cast : bool, default True
+            Accepted for MXNet compatibility (mixnet's graphs hold no AMP casts to remove).
+
+        Returns
+        -------
+        tuple of str
+            The symbol file's and the params file's paths.
+        """
         graph = getattr(self, "_last_graph", None)
         if graph is None:
             raise MXNetError("Please first call block.hybridize() and then run forward with this block at least "
@@ -704,7 +868,14 @@ class HybridBlock(Block):
         line per node with its output shape and dtype and your source line, then the fused kernels of the plan
         that runs; in a notebook it is drawn (mx.viz.plot_network), fused kernels as groups.
         shapes: which signature: the input shape (one input) or list of shapes; default: the most recent call's.
-        Raises GraphNotTraced (an MXNetError) before hybridize() and a first call."""
+        Raises GraphNotTraced (an MXNetError) before hybridize() and a first call.
+
+        Parameters
+        ----------
+        shapes : tuple or list of tuple, optional
+            Which traced signature: the input shape (one input) or a list of shapes; default: the most recent
+            call's.
+        """
         from .explain import traced_graph  # lazy: only for this inspection call
         return traced_graph(self, shapes)
 
@@ -713,7 +884,13 @@ class HybridBlock(Block):
         was traced, what makes a call re-trace, the plans built (inference, training forward/backward), their
         fused kernels with your source lines, the ops left unfused and why. code=True adds the generated code:
         each plan's compiled graph and fused kernels. Raises GraphNotTraced (an MXNetError) before hybridize()
-        and a first call."""
+        and a first call.
+
+        Parameters
+        ----------
+        code : bool, default False
+            Also show each plan's generated code.
+        """
         from .explain import explain  # lazy: only for this inspection call
         return explain(self, code)
 
@@ -732,14 +909,41 @@ class HybridBlock(Block):
         Nothing runs compiled and nothing is recorded on the autograd tape; parameters, running statistics,
         optimizer states and the random generators are left as they are. Parameters with deferred shapes are
         initialized first by one eager call in predict mode on arrays of ones (as the first real call would
-        initialize them, without updating BatchNorm's running statistics)."""
+        initialize them, without updating BatchNorm's running statistics).
+
+        Parameters
+        ----------
+        inputs : list
+            One entry per call signature: a shape, a tuple of shapes (or NDArrays, or None) per argument, or
+            NDArrays.
+        dtype : str or list of str, default 'float32'
+            The dtype of the arrays made from shapes, for all inputs or one per input.
+        train : bool or str, default True
+            True: training plans; False: inference plans; 'both'.
+        progress : bool, default True
+            Show a tqdm progress bar.
+        ctx : Context, optional
+            The device; default: the current context.
+
+        Returns
+        -------
+        list of PlanRecord
+        """
         from .compiled_plans import precompile  # lazy: only for ahead-of-time compiling
         return precompile(self, inputs, dtype=dtype, train=train, progress=progress, ctx=ctx)
 
     def register_op_hook(self, callback, monitor_all=False):
         """callback(output name, op name, NDArray) for every op output of this block's hybridized runs (and,
         with monitor_all, every op input first), named as MXNet names them ('dense0_fwd_output',
-        'dense0_fwd_data'); the graph then runs op by op. Registered on the children too, as in MXNet."""
+        'dense0_fwd_data'); the graph then runs op by op. Registered on the children too, as in MXNet.
+
+        Parameters
+        ----------
+        callback : callable
+            Called as `callback(name, op_name, array)`.
+        monitor_all : bool, default False
+            Also call it on every op's inputs.
+        """
         for child in self._children.values():
             if isinstance(child, HybridBlock):
                 child.register_op_hook(callback, monitor_all)

@@ -263,9 +263,27 @@ SoftmaxCELoss = SoftmaxCrossEntropyLoss
 
 
 class KLDivLoss(Loss):
-    """label * (log(label + 1e-12) - pred), summed (not averaged, as in MXNet 1.9) over the non-batch axes.
-    from_logits=True (default): `pred` is a log-probability;
-    False: a log_softmax along `axis` is applied first."""
+    """Kullback-Leibler divergence of `pred` from `label`: `label * (log(label + 1e-12) - pred)`, summed (not
+    averaged, as in MXNet 1.9) over the non-batch axes.
+
+    Parameters
+    ----------
+    from_logits : bool, default True
+        True: `pred` holds log-probabilities; False: a log_softmax along `axis` is applied to it first.
+    axis : int, default -1
+        The axis of the log_softmax when from_logits is False.
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        The axis that indexes samples: the output keeps it and every other axis is summed.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` of any shape, `label` (probabilities) of the same shape, `sample_weight` (optional)
+    broadcastable to it. Outputs: shape (batch,).
+    """
 
     def __init__(self, from_logits=True, axis=-1, weight=None, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -281,12 +299,28 @@ class KLDivLoss(Loss):
 
 
 class CTCLoss(Loss):
-    """Connectionist Temporal Classification loss (the negative log-likelihood of each label sequence).
+    """Connectionist Temporal Classification loss: the negative log-likelihood of each label sequence under
+    every alignment of it to the (longer) prediction sequence.
 
-    layout: 'NTC' or 'TNC' for `pred` (unnormalized scores; a softmax over C is applied inside); label_layout:
-    'NT' or 'TN'. Labels are class indices 0..C-2: the blank is the last class (C-1, MXNet's blank_label='last'),
-    and label sequences are padded with -1 unless `label_lengths` is given. `pred_lengths` / `label_lengths` give
-    each sample's valid lengths. Returns one loss per sample, shape (N,); no averaging."""
+    Parameters
+    ----------
+    layout : str, default 'NTC'
+        The layout of `pred`: 'NTC' or 'TNC'.
+    label_layout : str, default 'NT'
+        The layout of `label`: 'NT' or 'TN' (its batch axis is the loss's batch axis).
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` (N, T, C) for 'NTC', unnormalized scores (a softmax over C is applied inside); `label`
+    (N, L) for 'NT', class indices 0..C-2 (the blank is the last class, C-1, MXNet's blank_label='last'), padded
+    with -1 unless `label_lengths` is given; `pred_lengths` (N,) and `label_lengths` (N,), optional, each
+    sample's valid lengths; `sample_weight` (optional) broadcastable to (N,).
+    Outputs: shape (N,), one loss per sample (no averaging).
+    """
 
     def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
         if layout not in ("NTC", "TNC"):
@@ -314,7 +348,36 @@ class CTCLoss(Loss):
 
 
 class HuberLoss(Loss):
-    """Smoothed L1: 0.5/rho * d^2 where |d| <= rho, |d| - 0.5*rho elsewhere (d = pred - label), averaged."""
+    """Smoothed L1 loss: with `d = |pred - label|`, `0.5 / rho * d ** 2` where d <= rho and `d - 0.5 * rho`
+    elsewhere, averaged over the non-batch axes. Quadratic near zero, linear (so robust to outliers) far away.
+
+    Parameters
+    ----------
+    rho : float, default 1
+        Where the loss turns from quadratic to linear.
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        The axis that indexes samples: the output keeps it and every other axis is averaged.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` of any shape, `label` of the same number of elements, `sample_weight` (optional)
+    broadcastable to the per-element loss.
+    Outputs: shape (batch,).
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> loss = mx.gluon.loss.HuberLoss(rho=1)
+    >>> pred, label = mx.nd.array([[0.5, 3.0], [1.0, 1.0]]), mx.nd.zeros((2, 2))
+    >>> loss(pred, label).asnumpy().tolist()            # [(0.125 + 2.5) / 2, (0.5 + 0.5) / 2]
+    [1.3125, 0.5]
+    >>> loss(pred, label, mx.nd.array([[2.0], [0.0]])).asnumpy().tolist()    # sample_weight, broadcast
+    [2.625, 0.0]
+    """
 
     def __init__(self, rho=1, weight=None, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -329,7 +392,26 @@ class HuberLoss(Loss):
 
 
 class HingeLoss(Loss):
-    """max(0, margin - pred * label) with labels in {-1, 1}, averaged."""
+    """Hinge loss of a binary classifier's scores: `max(0, margin - pred * label)`, labels in {-1, 1}, averaged
+    over the non-batch axes.
+
+    Parameters
+    ----------
+    margin : float, default 1
+        The score margin below which a correctly signed prediction still costs.
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        The axis that indexes samples: the output keeps it and every other axis is averaged.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` of any shape, `label` of the same number of elements, `sample_weight` (optional)
+    broadcastable to the per-element loss.
+    Outputs: shape (batch,).
+    """
 
     def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -343,7 +425,26 @@ class HingeLoss(Loss):
 
 
 class SquaredHingeLoss(Loss):
-    """max(0, margin - pred * label)^2 with labels in {-1, 1}, averaged."""
+    """Squared hinge loss: `max(0, margin - pred * label) ** 2`, labels in {-1, 1}, averaged over the non-batch
+    axes.
+
+    Parameters
+    ----------
+    margin : float, default 1
+        The score margin below which a correctly signed prediction still costs.
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        The axis that indexes samples: the output keeps it and every other axis is averaged.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` of any shape, `label` of the same number of elements, `sample_weight` (optional)
+    broadcastable to the per-element loss.
+    Outputs: shape (batch,).
+    """
 
     def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -357,7 +458,26 @@ class SquaredHingeLoss(Loss):
 
 
 class LogisticLoss(Loss):
-    """log(1 + exp(-pred * label)), averaged. label_format 'signed' (labels -1/1) or 'binary' (0/1)."""
+    """Logistic loss of a binary classifier's scores: `log(1 + exp(-pred * label))` (computed without
+    overflow), averaged over the non-batch axes.
+
+    Parameters
+    ----------
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        The axis that indexes samples: the output keeps it and every other axis is averaged.
+    label_format : str, default 'signed'
+        'signed': labels are -1 or 1; 'binary': labels are 0 or 1.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` of any shape, `label` of the same number of elements, `sample_weight` (optional)
+    broadcastable to the per-element loss.
+    Outputs: shape (batch,).
+    """
 
     def __init__(self, weight=None, batch_axis=0, label_format="signed", **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -376,7 +496,25 @@ class LogisticLoss(Loss):
 
 
 class TripletLoss(Loss):
-    """max(0, sum(|pred - positive|^2 - |pred - negative|^2) + margin), the sum over the non-batch axes."""
+    """Triplet loss: `max(0, sum(|pred - positive|^2 - |pred - negative|^2) + margin)`, the sum over the
+    non-batch axes: an anchor should be nearer its positive than its negative by at least `margin`.
+
+    Parameters
+    ----------
+    margin : float, default 1
+        The required gap between the squared distances.
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        The axis that indexes samples: the output keeps it and every other axis is summed.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` (the anchors) of any shape, `positive` and `negative` of the same number of elements.
+    Outputs: shape (batch,).
+    """
 
     def __init__(self, margin=1, weight=None, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -391,9 +529,29 @@ class TripletLoss(Loss):
 
 
 class PoissonNLLLoss(Loss):
-    """Poisson negative log-likelihood, the mean over all elements (shape (1,)). from_logits=True (default):
-    exp(pred) - target*pred; False: pred - target*log(pred + epsilon). compute_full adds the Stirling
-    approximation target*log(target) - target + 0.5*log(2*pi*target) where target > 1."""
+    """Poisson negative log-likelihood of `target` counts, the mean over all elements (shape (1,), as in MXNet).
+
+    Parameters
+    ----------
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    from_logits : bool, default True
+        True: `pred` is the log of the rate, loss `exp(pred) - target * pred`; False: `pred` is the rate, loss
+        `pred - target * log(pred + epsilon)`.
+    batch_axis : int, default 0
+        Accepted for the Loss signature; the mean is over every axis.
+    compute_full : bool, default False
+        Add the Stirling approximation of log(target!), `target * log(target) - target + 0.5 * log(2 * pi *
+        target)`, where target > 1 (0 elsewhere).
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `pred` of any shape, `target` of the same number of elements, `sample_weight` (optional)
+    broadcastable to it; `epsilon` (keyword, default 1e-08) keeps the log finite when from_logits is False.
+    Outputs: shape (1,).
+    """
 
     def __init__(self, weight=None, from_logits=True, batch_axis=0, compute_full=False, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -416,8 +574,25 @@ class PoissonNLLLoss(Loss):
 
 
 class CosineEmbeddingLoss(Loss):
-    """1 - cos(input1, input2) where label == 1; max(0, cos(input1, input2) - margin) where label == -1.
-    The cosine is along the last axis; the output has shape (N, 1)."""
+    """Cosine embedding loss: `1 - cos(input1, input2)` for pairs labelled 1 (similar), and `max(0,
+    cos(input1, input2) - margin)` for pairs labelled -1 (dissimilar); the cosine is along the last axis.
+
+    Parameters
+    ----------
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    batch_axis : int, default 0
+        Accepted for the Loss signature; the output is (N, 1) either way.
+    margin : float, default 0
+        The cosine similarity that dissimilar pairs may have without cost.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `input1` and `input2` of shape (N, D), `label` (N,) of 1 or -1, `sample_weight` (optional)
+    broadcastable to (N, 1). Outputs: shape (N, 1).
+    """
 
     def __init__(self, weight=None, batch_axis=0, margin=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -442,10 +617,26 @@ class CosineEmbeddingLoss(Loss):
 
 
 class SDMLLoss(Loss):
-    """Smoothed Deep Metric Learning loss (batch-wise): row i of x1 should be closest to row i of x2 among all rows
-    of x2. The distances -||x1_i - x2_j||^2 go through a log_softmax over j and a KLDivLoss against smoothed
-    identity labels (1 - smoothing_parameter on the diagonal). Returns shape (N,). `weight` and `batch_axis` are
-    accepted and ignored, as in MXNet."""
+    """Smoothed Deep Metric Learning loss, over a batch of pairs: row i of `x1` should be closer to row i of
+    `x2` than to any other row of `x2`. The distances `-||x1_i - x2_j||^2` go through a log_softmax over j and a
+    KLDivLoss against smoothed identity labels (1 - smoothing_parameter on the diagonal).
+
+    Parameters
+    ----------
+    smoothing_parameter : float, default 0.3
+        The label mass spread evenly over the other rows (the wrong pairs).
+    weight : float, default 1.0
+        Accepted and ignored, as in MXNet.
+    batch_axis : int, default 0
+        Accepted and ignored, as in MXNet.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
+    Inputs: `x1` and `x2`, both (N, D); the other rows of the batch are the negatives, so N > 1.
+    Outputs: shape (N,).
+    """
 
     def __init__(self, smoothing_parameter=0.3, weight=1.0, batch_axis=0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -479,6 +670,21 @@ class SDMLLoss(Loss):
 class SequenceSoftmaxCELoss(Loss):
     """Softmax cross-entropy at every time step, averaged over each sequence's valid steps (a mixnet addition).
 
+    Parameters
+    ----------
+    sparse_label : bool, default True
+        True: `label` holds class indices; False: a distribution over the classes, shaped like `pred`.
+    from_logits : bool, default False
+        True: `pred` already holds log-probabilities; False: a log_softmax over the last axis is applied.
+    weight : float, optional
+        A global scalar weight multiplied into the loss.
+    layout : str, default 'NTC'
+        The layout of `pred`: 'NTC' (batch, time, classes) or 'TNC'.
+    **kwargs
+        `prefix` and `params`, as every Block takes.
+
+    Notes
+    -----
     Inputs: `pred` (B, T, C) for layout='NTC' or (T, B, C) for 'TNC'; `label` class indices shaped like pred without
     its last axis (sparse_label=True) or a distribution shaped like pred; `valid_length` (B,); optional
     `sample_weight`, broadcast against the per-step loss (B, T) / (T, B). Returns (B,):

@@ -24,6 +24,7 @@ import operator
 import numpy as np
 
 from .. import _display
+from .._traceback import hide_internals
 from ..base import MXNetError
 from .. import optimizer as opt
 from .. import kvstore as kvs
@@ -33,7 +34,12 @@ _DATA = operator.attrgetter("_data")
 _GRAD = operator.attrgetter("_grad")
 _GRAD_REQ = operator.attrgetter("_grad_req")
 
-__all__ = ["Trainer"]
+__all__ = ["Trainer", "StaleGradientError"]
+
+
+class StaleGradientError(MXNetError, UserWarning):
+    """step()/update() found a parameter whose gradient no backward() wrote since the last step. Also a
+    UserWarning, the class MXNet raises here (so `except UserWarning` keeps working)."""
 
 
 class Trainer:
@@ -257,17 +263,26 @@ class Trainer:
     # ------------------------------------------------------------------ learning rate
     @property
     def learning_rate(self):
+        """float: the optimizer's current learning rate (its lr_scheduler's value when it has one)."""
         if not isinstance(self._optimizer, opt.Optimizer):
             raise UserWarning("Optimizer has to be defined before its learning rate can be accessed.")
         return self._optimizer.learning_rate
 
     @property
     def optimizer(self):
+        """Optimizer: the optimizer this trainer applies."""
         if isinstance(self._optimizer, opt.Optimizer):
             return self._optimizer
         raise UserWarning("Optimizer has not been initialized yet")
 
     def set_learning_rate(self, lr):
+        """Sets the optimizer's learning rate for the next steps.
+
+        Parameters
+        ----------
+        lr : float
+            The new learning rate.
+        """
         if not isinstance(self._optimizer, opt.Optimizer):
             raise UserWarning("Optimizer has to be defined before its learning rate is mutated.")
         self._optimizer.set_learning_rate(lr)
@@ -288,20 +303,33 @@ class Trainer:
         batch_size : int
             The batch size the gradients were summed over (they are divided by it).
         ignore_stale_grad : bool, default False
-            Skip parameters whose gradient was not written since the last step instead of raising.
+            Skip parameters whose gradient was not written since the last step instead of raising
+            `StaleGradientError`.
         """
-        self._optimizer.rescale_grad = self._scale / batch_size
-        self._prepare()
-        self._allreduce_grads()
-        self._update(ignore_stale_grad)
+        try:
+            self._optimizer.rescale_grad = self._scale / batch_size
+            self._prepare()
+            self._allreduce_grads()
+            self._update(ignore_stale_grad)
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
 
     def allreduce_grads(self):
-        """Sums each gradient over its contexts (for gradient clipping etc. between backward and update())."""
-        self._prepare()
-        if self._kvstore is not None and self._update_on_kvstore:
-            raise AssertionError("allreduce_grads() when parameters are updated on kvstore is not supported. Try "
-                                 "setting `update_on_kvstore` to False when creating trainer.")
-        self._allreduce_grads()
+        """Sums each parameter's gradient over its contexts (and workers), the first half of `step`: call it,
+        change the gradients (e.g. `gluon.utils.clip_global_norm`), then `update`.
+
+        Raises `AssertionError` when the trainer updates on the KVStore (make it with update_on_kvstore=False).
+        """
+        try:
+            self._prepare()
+            if self._kvstore is not None and self._update_on_kvstore:
+                raise AssertionError("allreduce_grads() when parameters are updated on kvstore is not supported. "
+                                     "Try setting `update_on_kvstore` to False when creating trainer.")
+            self._allreduce_grads()
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
 
     def _allreduce_grads(self):
         if self._kvstore is None:
@@ -332,13 +360,26 @@ class Trainer:
                     g._bump_version()
 
     def update(self, batch_size, ignore_stale_grad=False):
-        """The update half of step() (after allreduce_grads()): rescale_grad = scale / batch_size, then update."""
-        self._prepare()
-        if self._kvstore is not None and self._update_on_kvstore:
-            raise AssertionError("update() when parameters are updated on kvstore is not supported. Try setting "
-                                 "`update_on_kvstore` to False when creating trainer.")
-        self._optimizer.rescale_grad = self._scale / batch_size
-        self._update(ignore_stale_grad)
+        """Updates every parameter from its gradient, the second half of `step` (after `allreduce_grads`).
+
+        Parameters
+        ----------
+        batch_size : int
+            The batch size the gradients were summed over (they are divided by it).
+        ignore_stale_grad : bool, default False
+            Skip parameters whose gradient was not written since the last step instead of raising
+            `StaleGradientError`.
+        """
+        try:
+            self._prepare()
+            if self._kvstore is not None and self._update_on_kvstore:
+                raise AssertionError("update() when parameters are updated on kvstore is not supported. Try "
+                                     "setting `update_on_kvstore` to False when creating trainer.")
+            self._optimizer.rescale_grad = self._scale / batch_size
+            self._update(ignore_stale_grad)
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
 
     def _targets(self):
         """[(index, param, arrays, grads)] for the parameters that take gradients (grad_req not 'null'): each
@@ -366,7 +407,7 @@ class Trainer:
         for _, param, arrays, _ in targets:
             for data in arrays:
                 if not data._fresh_grad:
-                    raise UserWarning(
+                    raise StaleGradientError(
                         f"Gradient of Parameter `{param.name}` on context {data.context} has not been updated by "
                         "backward since last `step`. This could mean a bug in your model that made it only use a "
                         "subset of the Parameters (Blocks) for this iteration. If you are intentionally only using "
@@ -405,7 +446,14 @@ class Trainer:
 
     # ------------------------------------------------------------------ states
     def save_states(self, fname):
-        """Saves the optimizer states and settings (safe format, see the module docstring), atomically."""
+        """Saves the optimizer's states (momenta, update counts, ...) and settings to a file, atomically, in a
+        safe format (NDArray-list, no pickle; see the module docstring).
+
+        Parameters
+        ----------
+        fname : str
+            The file to write.
+        """
         if self._optimizer is None:
             raise AssertionError("Optimizer has not been initialized")
         self._prepare()
@@ -415,9 +463,15 @@ class Trainer:
             opt.optimizer.write_atomic(fname, self._updaters[0].get_states(dump_optimizer=True))
 
     def load_states(self, fname):
-        """Loads what save_states wrote (states go to every context). Pickled MXNet files are refused. The file is
-        checked against this trainer's parameters and optimizer first (Updater.set_states): a corrupt, truncated
-        or mismatched one raises MXNetError naming the file and what does not fit, and changes nothing."""
+        """Loads what `save_states` wrote; the states go to every context. Pickled MXNet `.states` files are
+        refused. The file is checked against this trainer's parameters and optimizer first: a corrupt, truncated
+        or mismatched one raises MXNetError naming the file and what does not fit, and changes nothing.
+
+        Parameters
+        ----------
+        fname : str
+            The file to read.
+        """
         self._prepare()
         data = _read(fname)
         names = {i: param.name for i, param in enumerate(self._params)}

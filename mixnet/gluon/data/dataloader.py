@@ -32,13 +32,27 @@ from multiprocessing.reduction import ForkingPickler
 import numpy as np
 
 from ... import _display
+from ..._traceback import hide_internals
 from ...base import MXNetError
 from . import sampler as _sampler
 from ...ndarray import NDArray, array
 from ... import random as _random
 from ...context import cpu_pinned
 
-__all__ = ["DataLoader", "WorkerDiedError", "default_batchify_fn", "default_mp_batchify_fn"]
+__all__ = ["DataLoader", "BatchifyError", "WorkerDiedError", "default_batchify_fn", "default_mp_batchify_fn"]
+
+
+class BatchifyError(MXNetError, ValueError):
+    """default_batchify_fn cannot make one array of a batch's samples (different shapes, or values numpy cannot
+    stack); iterating a DataLoader adds the batch's sample indices. Also a ValueError, what numpy raised."""
+
+
+def _shapes_text(data):
+    """'(3,) at positions [0, 2]; (4,) at [1]': each distinct sample shape and where in the batch it is."""
+    where = {}
+    for pos, sample in enumerate(data):
+        where.setdefault(tuple(np.shape(sample)), []).append(pos)
+    return "; ".join(f"{shape} at positions {positions}" for shape, positions in where.items())
 
 
 def default_batchify_fn(data):
@@ -49,20 +63,20 @@ def default_batchify_fn(data):
     if isinstance(first, NDArray):
         shapes = {d.shape for d in data}
         if len(shapes) > 1:
-            raise MXNetError(f"default_batchify_fn: samples have different shapes {sorted(shapes)}; pad them "
-                             f"(batchify_fn=mixnet.gluon.data.batchify.Pad()) or resize them")
+            raise BatchifyError(f"default_batchify_fn: samples have different shapes {sorted(shapes)}; pad them "
+                                f"(batchify_fn=mixnet.gluon.data.batchify.Pad()) or resize them")
         stacked = np.stack([d.asnumpy() for d in data])
         return array(stacked, ctx=first.context, dtype=first.dtype)
     if isinstance(first, tuple):
         return [default_batchify_fn(list(field)) for field in zip(*data)]
     try:
         arr = np.asarray(data)
-    except ValueError as err:
-        raise MXNetError(f"default_batchify_fn: cannot stack the samples of this batch ({err}); samples of "
-                         f"different shapes need batchify_fn=mixnet.gluon.data.batchify.Pad()") from None
+    except ValueError:
+        raise BatchifyError(f"default_batchify_fn: cannot stack samples of different shapes: {_shapes_text(data)}; "
+                            f"pad them (batchify_fn=mixnet.gluon.data.batchify.Pad()) or resize them") from None
     if arr.dtype.kind in "OUSV":
-        raise MXNetError(f"default_batchify_fn: cannot make an NDArray from samples of type "
-                         f"{type(first).__name__} (numpy dtype {arr.dtype}); pass a batchify_fn")
+        raise BatchifyError(f"default_batchify_fn: cannot make an NDArray from samples of type "
+                            f"{type(first).__name__} (numpy dtype {arr.dtype}); pass a batchify_fn")
     return array(arr, dtype=arr.dtype)
 
 
@@ -466,6 +480,13 @@ class _MultiWorkerIter:
         return self
 
     def __next__(self):
+        try:
+            return self._next()
+        except MXNetError as err:
+            __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+            raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
+
+    def _next(self):
         if not self._pending:
             raise StopIteration
         task, indices = self._pending.popleft()
@@ -616,9 +637,16 @@ class DataLoader:
 
     def _same_process_iter(self):
         for indices in self._batch_sampler:
-            batch = self._batchify_fn([self._dataset[i] for i in indices])
-            if self._pin_memory:
-                batch = _pin(batch, self._pin_ctx())
+            try:
+                batch = self._batchify_fn([self._dataset[i] for i in indices])
+                if self._pin_memory:
+                    batch = _pin(batch, self._pin_ctx())
+            except BatchifyError as err:
+                __tracebackhide__ = True    # noqa: F841 - IPython and pytest hide this frame
+                raise BatchifyError(f"DataLoader: the batch of sample indices {list(indices)}: {err}") from None
+            except MXNetError as err:
+                __tracebackhide__ = True    # noqa: F841
+                raise hide_internals(err)   # mixnet's own frames are cut: MIXNET_FULL_TRACEBACK=1 shows them
             yield batch
 
     def __len__(self):

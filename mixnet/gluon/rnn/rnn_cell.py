@@ -127,7 +127,16 @@ def _get_activation(F, inputs, activation, **kwargs):
 
 
 class RecurrentCell(Block):
-    """Abstract base class of recurrent cells: state_info, begin_state, a step `cell(x, states)` and unroll."""
+    """The base class of recurrent cells: `cell(x, states)` runs one time step and returns `(output,
+    new_states)`; `unroll` runs a whole sequence; `state_info`/`begin_state` describe and make the states.
+
+    Parameters
+    ----------
+    prefix : str, optional
+        The name prefix of the cells' parameters.
+    params : ParameterDict, optional
+        Parameters to share.
+    """
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
@@ -142,10 +151,32 @@ class RecurrentCell(Block):
             cell.reset()
 
     def state_info(self, batch_size=0):
+        """The states the cell takes: a list of dicts with each state's `shape` (and `__layout__`).
+
+        Parameters
+        ----------
+        batch_size : int, default 0
+            The batch size to put in the shapes.
+        """
         raise MXNetError(f"{type(self).__name__} must define state_info(batch_size)")
 
     def begin_state(self, batch_size=0, func=nd_module.zeros, **kwargs):
-        """Initial states: `func(name=..., shape=..., **kwargs)` per state_info entry (nd.zeros by default)."""
+        """The initial states: one array per `state_info` entry, made by `func(name=..., shape=..., **kwargs)`.
+
+        Parameters
+        ----------
+        batch_size : int, default 0
+            The batch size the states are shaped for, (batch_size, hidden_size) for the simple cells.
+        func : callable, default nd.zeros
+            Makes one state from `name=`, `shape=` and `**kwargs` (e.g. `nd.random.uniform`, `sym.var`).
+        **kwargs
+            Passed on to `func`, e.g. `ctx=` or `dtype=`.
+
+        Returns
+        -------
+        list of NDArray or Symbol
+            The states, in the order the cell takes them ([h] for RNN/GRU cells, [h, c] for LSTMCell).
+        """
         if self._modified:
             raise MXNetError(f"{type(self).__name__} {self.name!r}: after applying a modifier cell, call "
                              "begin_state on the modifier cell, not on the base cell")
@@ -158,10 +189,32 @@ class RecurrentCell(Block):
         return states
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None, valid_length=None):
-        """Runs the cell over `length` steps (a Python loop). inputs: one array in `layout` or a list of (N, C)
-        steps. Returns (outputs, states); outputs are one array (merge_outputs True), a list of steps (False)
-        or whichever form the inputs had (None). With valid_length, outputs past each sequence's length are
-        zero and the states are those of its last valid step."""
+        """Runs the cell over `length` time steps, a Python loop of `cell(step, states)` calls.
+
+        Parameters
+        ----------
+        length : int
+            The number of time steps.
+        inputs : NDArray, Symbol or list of NDArray or Symbol
+            One array in `layout`, or a list of `length` arrays of shape (batch, channels).
+        begin_state : list of NDArray or Symbol, optional
+            The initial states; None: zeros of the inputs' dtype and batch size.
+        layout : str, default 'NTC'
+            The layout of `inputs` and of merged outputs: 'NTC' or 'TNC'.
+        merge_outputs : bool, optional
+            True: the outputs as one array in `layout`; False: a list of per-step arrays; None: the form the
+            inputs came in.
+        valid_length : NDArray or Symbol, optional
+            The length of each sequence, shape (batch,): outputs past it are zero and the returned states are
+            those of each sequence's last valid step.
+
+        Returns
+        -------
+        outputs : NDArray, Symbol or list
+            Shape (batch, length, hidden) for 'NTC' when merged, else `length` arrays of (batch, hidden).
+        states : list of NDArray or Symbol
+            The states after the last (valid) step, shaped as `begin_state`.
+        """
         self.reset()
         inputs, axis, F, batch_size = _format_sequence(length, inputs, layout, False)
         begin_state = _get_begin_state(self, F, begin_state, inputs, axis, batch_size)
@@ -184,7 +237,16 @@ class RecurrentCell(Block):
 
 
 class HybridRecurrentCell(RecurrentCell, HybridBlock):
-    """A recurrent cell written with `hybrid_forward(self, F, inputs, states, **params)`."""
+    """The base class of recurrent cells written with `hybrid_forward(self, F, inputs, states, **params)`; they
+    can be hybridized.
+
+    Parameters
+    ----------
+    prefix : str, optional
+        The name prefix of the cells' parameters.
+    params : ParameterDict, optional
+        Parameters to share.
+    """
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
@@ -225,7 +287,36 @@ class _GatedCell(HybridRecurrentCell):
 
 
 class RNNCell(_GatedCell):
-    """Elman cell: h' = activation(W_ih x + b_ih + W_hh h + b_hh)."""
+    """An Elman recurrent cell: `h' = activation(W_ih x + b_ih + W_hh h + b_hh)`.
+
+    Parameters
+    ----------
+    hidden_size : int
+        The size of the hidden state (and of the output).
+    activation : str or callable, default 'tanh'
+        'tanh', 'relu', 'sigmoid', 'softsign', another Activation name, a Block or a function of (F, x).
+    i2h_weight_initializer : str or Initializer, optional
+        The initializer of the input-to-hidden weight (default: the one given to `initialize`).
+    h2h_weight_initializer : str or Initializer, optional
+        The initializer of the hidden-to-hidden weight.
+    i2h_bias_initializer : str or Initializer, default 'zeros'
+        The initializer of the input-to-hidden bias.
+    h2h_bias_initializer : str or Initializer, default 'zeros'
+        The initializer of the hidden-to-hidden bias.
+    input_size : int, default 0
+        The input's channel count; 0 infers it from the first input.
+    prefix : str, optional
+        The name prefix of the parameters.
+    params : ParameterDict, optional
+        Parameters to share.
+
+    Notes
+    -----
+    Inputs: `data` (batch, input_size) and `states`, a list [h] with h of shape (batch, hidden_size).
+    Outputs: `out` (batch, hidden_size) and the new states [h'] (h' is `out`).
+    Parameters: `i2h_weight` (hidden_size, input_size), `h2h_weight` (hidden_size, hidden_size), `i2h_bias`
+    and `h2h_bias` (hidden_size,).
+    """
 
     def __init__(self, hidden_size, activation="tanh", i2h_weight_initializer=None, h2h_weight_initializer=None,
                  i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", input_size=0, prefix=None,
@@ -278,7 +369,54 @@ def _lstm_gates(F, i2h, h2h, prev_c, act, rec, prefix, h_name):
 
 
 class LSTMCell(_RecurrentGatedCell):
-    """LSTM cell, gates [i, f, g, o]: c' = f*c + i*g, h' = o*activation(c'); states [h, c]."""
+    """A long short-term memory cell, gates [i, f, g, o]: `c' = f*c + i*g`, `h' = o*activation(c')`.
+
+    Parameters
+    ----------
+    hidden_size : int
+        The size of the hidden state (and of the output).
+    i2h_weight_initializer : str or Initializer, optional
+        The initializer of the input-to-hidden weight (default: the one given to `initialize`).
+    h2h_weight_initializer : str or Initializer, optional
+        The initializer of the hidden-to-hidden weight.
+    i2h_bias_initializer : str or Initializer, default 'zeros'
+        The initializer of the input-to-hidden bias.
+    h2h_bias_initializer : str or Initializer, default 'zeros'
+        The initializer of the hidden-to-hidden bias.
+    input_size : int, default 0
+        The input's channel count; 0 infers it from the first input.
+    prefix : str, optional
+        The name prefix of the parameters.
+    params : ParameterDict, optional
+        Parameters to share.
+    activation : str or callable, default 'tanh'
+        The activation of the candidate g and of the cell state (an Activation name, a Block or a function of (F, x)).
+    recurrent_activation : str or callable, default 'sigmoid'
+        The activation of the gates.
+
+    Notes
+    -----
+    Inputs: `data` (batch, input_size) and `states`, a list [h, c], each of shape (batch, hidden_size).
+    Outputs: `out` (batch, hidden_size) and the new states [h', c'] (h' is `out`).
+    Parameters: `i2h_weight` (4 * hidden_size, input_size), `h2h_weight` (4 * hidden_size, hidden_size),
+    `i2h_bias` and `h2h_bias` (4 * hidden_size,), gate blocks in the order i, f, g, o.
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> cell = mx.gluon.rnn.LSTMCell(hidden_size=4)
+    >>> cell.initialize(mx.init.Constant(0.1))
+    >>> x = mx.nd.ones((2, 3, 5))                       # (N, T, C)
+    >>> outputs, (h, c) = cell.unroll(3, x, layout="NTC", merge_outputs=True)
+    >>> outputs.shape, h.shape, c.shape
+    ((2, 3, 4), (2, 4), (2, 4))
+    >>> print(h[0].asnumpy().round(4))                 # the same as MXNet 1.9.1 gives
+    [0.3898 0.3898 0.3898 0.3898]
+    >>> lengths = mx.nd.array([1, 3])                   # the first sequence stops after one step
+    >>> outputs, _ = cell.unroll(3, x, merge_outputs=True, valid_length=lengths)
+    >>> print(outputs[0, :, 0].asnumpy().round(4))
+    [0.1743 0.     0.    ]
+    """
     _gates = 4
 
     def state_info(self, batch_size=0):
@@ -297,7 +435,39 @@ class LSTMCell(_RecurrentGatedCell):
 
 
 class GRUCell(_RecurrentGatedCell):
-    """GRU cell, gates [r, z, n]: n = act(W_in x + b_in + r*(W_hn h + b_hn)), h' = (1-z)*n + z*h."""
+    """A gated recurrent unit cell, gates [r, z, n]: `n = activation(W_in x + b_in + r*(W_hn h + b_hn))`,
+    `h' = (1 - z)*n + z*h`.
+
+    Parameters
+    ----------
+    hidden_size : int
+        The size of the hidden state (and of the output).
+    i2h_weight_initializer : str or Initializer, optional
+        The initializer of the input-to-hidden weight (default: the one given to `initialize`).
+    h2h_weight_initializer : str or Initializer, optional
+        The initializer of the hidden-to-hidden weight.
+    i2h_bias_initializer : str or Initializer, default 'zeros'
+        The initializer of the input-to-hidden bias.
+    h2h_bias_initializer : str or Initializer, default 'zeros'
+        The initializer of the hidden-to-hidden bias.
+    input_size : int, default 0
+        The input's channel count; 0 infers it from the first input.
+    prefix : str, optional
+        The name prefix of the parameters.
+    params : ParameterDict, optional
+        Parameters to share.
+    activation : str or callable, default 'tanh'
+        The activation of the candidate n (an Activation name, a Block or a function of (F, x)).
+    recurrent_activation : str or callable, default 'sigmoid'
+        The activation of the gates.
+
+    Notes
+    -----
+    Inputs: `data` (batch, input_size) and `states`, a list [h] with h of shape (batch, hidden_size).
+    Outputs: `out` (batch, hidden_size) and the new states [h'] (h' is `out`).
+    Parameters: `i2h_weight` (3 * hidden_size, input_size), `h2h_weight` (3 * hidden_size, hidden_size),
+    `i2h_bias` and `h2h_bias` (3 * hidden_size,), gate blocks in the order r, z, n.
+    """
     _gates = 3
 
     def state_info(self, batch_size=0):
@@ -337,13 +507,26 @@ class _SequentialCells:
         return "\n".join(lines) + "\n)"
 
     def add(self, cell):
-        """Appends a cell to the stack."""
+        """Appends a cell to the stack.
+
+        Parameters
+        ----------
+        cell : RecurrentCell
+            The cell; its states follow those of the cells added before it.
+        """
         self.register_child(cell)
 
     def state_info(self, batch_size=0):
         return _cells_state_info(self._children.values(), batch_size)
 
     def begin_state(self, **kwargs):
+        """The cells' initial states, concatenated in the order the cells were added.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to every cell's `begin_state` (`batch_size=`, `func=`, `ctx=`, `dtype=`, ...).
+        """
         if self._modified:
             raise MXNetError(f"{type(self).__name__} {self.name!r}: after applying a modifier cell, call "
                              "begin_state on the modifier cell, not on the base cell")
@@ -362,6 +545,8 @@ class _SequentialCells:
         return inputs, next_states
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None, valid_length=None):
+        """Runs the stack over `length` time steps; the parameters and the returned `(outputs, states)` are those
+        of `RecurrentCell.unroll` (each cell unrolls the whole sequence before the next one starts)."""
         self.reset()
         inputs, axis, F, batch_size = _format_sequence(length, inputs, layout, None)
         begin_state = _get_begin_state(self, F, begin_state, inputs, axis, batch_size)
@@ -383,7 +568,34 @@ class _SequentialCells:
 
 
 class SequentialRNNCell(_SequentialCells, RecurrentCell):
-    """Stacks recurrent cells; a step runs them in order, each on its own slice of the states."""
+    """Stacks recurrent cells: a step runs them in order, each on the previous one's output and on its own
+    slice of the states; `unroll` unrolls each cell over the whole sequence in turn.
+
+    Parameters
+    ----------
+    prefix : str, optional
+        The name prefix of the cells' parameters.
+    params : ParameterDict, optional
+        Parameters to share.
+
+    Notes
+    -----
+    Inputs: `data` (batch, input_size) and `states`, the concatenation of the cells' state lists (as
+    `begin_state` makes it). Outputs: the last cell's output and the new states in the same order.
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> stack = mx.gluon.rnn.SequentialRNNCell()
+    >>> stack.add(mx.gluon.rnn.LSTMCell(4))
+    >>> stack.add(mx.gluon.rnn.GRUCell(3))
+    >>> stack.initialize()
+    >>> [s.shape for s in stack.begin_state(batch_size=2)]         # LSTM [h, c], then GRU [h]
+    [(2, 4), (2, 4), (2, 3)]
+    >>> out, states = stack.unroll(5, mx.nd.ones((2, 5, 6)), merge_outputs=True)
+    >>> out.shape, len(states)
+    ((2, 5, 3), 3)
+    """
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
@@ -393,7 +605,21 @@ class SequentialRNNCell(_SequentialCells, RecurrentCell):
 
 
 class HybridSequentialRNNCell(_SequentialCells, HybridRecurrentCell):
-    """SequentialRNNCell of hybrid cells; it can be hybridized as a whole."""
+    """Stacks hybrid recurrent cells, like `SequentialRNNCell`; `hybridize()` compiles a step of the whole
+    stack as one graph.
+
+    Parameters
+    ----------
+    prefix : str, optional
+        The name prefix of the cells' parameters.
+    params : ParameterDict, optional
+        Parameters to share.
+
+    Notes
+    -----
+    Inputs: `data` (batch, input_size) and `states`, the concatenation of the cells' state lists.
+    Outputs: the last cell's output and the new states in the same order.
+    """
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
@@ -403,7 +629,24 @@ class HybridSequentialRNNCell(_SequentialCells, HybridRecurrentCell):
 
 
 class DropoutCell(HybridRecurrentCell):
-    """Applies Dropout(rate, axes) to the step input while training; no states."""
+    """Applies dropout to its input while training (inside `autograd.record()`), the identity otherwise; it has
+    no states. Put it between the cells of a `SequentialRNNCell`.
+
+    Parameters
+    ----------
+    rate : float
+        The probability of zeroing an element (the others are scaled by 1 / (1 - rate)).
+    axes : tuple of int, default ()
+        Axes along which one dropout mask is shared (variational dropout); () draws every element.
+    prefix : str, optional
+        The name prefix.
+    params : ParameterDict, optional
+        Unused (the cell has no parameters); accepted as every cell takes it.
+
+    Notes
+    -----
+    Inputs: `data` of any shape and `states` (returned unchanged). Outputs: the same shape as `data`.
+    """
 
     def __init__(self, rate, axes=(), prefix=None, params=None):
         super().__init__(prefix, params)
@@ -426,6 +669,8 @@ class DropoutCell(HybridRecurrentCell):
         return inputs, states
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None, valid_length=None):
+        """Runs the dropout over `length` time steps; the parameters and the returned `(outputs, states)` are those
+        of `RecurrentCell.unroll`; a merged sequence gets one dropout call over all its steps."""
         self.reset()
         inputs, _, F, _ = _format_sequence(length, inputs, layout, merge_outputs)
         if isinstance(inputs, _TENSORS):        # one Dropout over the whole sequence
@@ -435,7 +680,15 @@ class DropoutCell(HybridRecurrentCell):
 
 
 class ModifierCell(HybridRecurrentCell):
-    """Base class of cells that wrap a base cell and change its behaviour (Zoneout, Residual)."""
+    """The base class of cells that wrap a base cell and change what it does (`ZoneoutCell`, `ResidualCell`).
+    The wrapper owns the base cell's parameters and states: call `begin_state` on the wrapper, not on the base
+    cell.
+
+    Parameters
+    ----------
+    base_cell : RecurrentCell
+        The cell to modify; a cell can be modified once.
+    """
 
     def __init__(self, base_cell):
         if base_cell._modified:
@@ -452,6 +705,15 @@ class ModifierCell(HybridRecurrentCell):
         return self.base_cell.state_info(batch_size)
 
     def begin_state(self, func=nd_module.zeros, **kwargs):
+        """The base cell's initial states.
+
+        Parameters
+        ----------
+        func : callable, default nd.zeros
+            Makes one state from `name=`, `shape=` and `**kwargs`.
+        **kwargs
+            `batch_size=`, and whatever `func` takes (`ctx=`, `dtype=`, ...).
+        """
         self.base_cell._modified = False
         try:
             return self.base_cell.begin_state(func=func, **kwargs)
@@ -463,7 +725,22 @@ class ModifierCell(HybridRecurrentCell):
 
 
 class ZoneoutCell(ModifierCell):
-    """Zoneout: while training, each output/state unit keeps its previous value with probability p."""
+    """Zoneout regularization: while training, each unit of the output and of the states keeps its previous
+    step's value with a given probability instead of taking the new one; outside training it is the base cell.
+
+    Parameters
+    ----------
+    base_cell : RecurrentCell
+        The cell to wrap (not a `BidirectionalCell`: wrap its two cells instead).
+    zoneout_outputs : float, default 0
+        The probability that an output unit keeps its previous value (the first step's previous output is 0).
+    zoneout_states : float, default 0
+        The probability that a state unit keeps its previous value.
+
+    Notes
+    -----
+    Inputs, outputs and states: those of `base_cell`.
+    """
 
     def __init__(self, base_cell, zoneout_outputs=0., zoneout_states=0.):
         if isinstance(base_cell, BidirectionalCell):
@@ -499,7 +776,19 @@ class ZoneoutCell(ModifierCell):
 
 
 class ResidualCell(ModifierCell):
-    """Adds the step input to the base cell's output (input and output sizes must match)."""
+    """A residual connection around a cell: the output is `base_cell`'s output plus the step input (so their
+    sizes must match).
+
+    Parameters
+    ----------
+    base_cell : RecurrentCell
+        The cell to wrap.
+
+    Notes
+    -----
+    Inputs and states: those of `base_cell`. Outputs: `base_cell`'s output + `data`, shape (batch, hidden_size),
+    with hidden_size equal to the input size.
+    """
 
     def __init__(self, base_cell):
         super().__init__(base_cell)
@@ -512,6 +801,8 @@ class ResidualCell(ModifierCell):
         return F.elemwise_add(output, inputs, name=f"t{self._counter}_fwd"), states
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None, valid_length=None):
+        """Runs the base cell over `length` time steps; the parameters and the returned `(outputs, states)` are those
+        of `RecurrentCell.unroll`, with the inputs added to the outputs (zero past each valid_length)."""
         self.reset()
         self.base_cell._modified = False
         try:
@@ -529,8 +820,33 @@ class ResidualCell(ModifierCell):
 
 
 class BidirectionalCell(HybridRecurrentCell):
-    """Runs l_cell forward and r_cell backward in time (within each valid length) and concatenates the
-    outputs; it can only be unrolled."""
+    """Runs one cell forward and another backward in time (each sequence reversed within its valid length)
+    and concatenates their outputs on the channel axis. It can only be unrolled, not stepped.
+
+    Parameters
+    ----------
+    l_cell : RecurrentCell
+        The cell run forward in time.
+    r_cell : RecurrentCell
+        The cell run backward in time.
+    output_prefix : str, default 'bi_'
+        The name prefix of the concatenated outputs.
+
+    Notes
+    -----
+    `unroll` inputs: as `RecurrentCell.unroll`; `begin_state`: l_cell's states, then r_cell's.
+    Outputs: (batch, length, l_hidden + r_hidden) for 'NTC' when merged; states: l_cell's final states, then
+    r_cell's.
+
+    Examples
+    --------
+    >>> import mixnet as mx
+    >>> bi = mx.gluon.rnn.BidirectionalCell(mx.gluon.rnn.GRUCell(3), mx.gluon.rnn.GRUCell(2))
+    >>> bi.initialize()
+    >>> out, states = bi.unroll(4, mx.nd.ones((2, 4, 5)), merge_outputs=True)
+    >>> out.shape, [s.shape for s in states]
+    ((2, 4, 5), [(2, 3), (2, 2)])
+    """
 
     def __init__(self, l_cell, r_cell, output_prefix="bi_"):
         super().__init__(prefix="", params=None)
@@ -549,11 +865,20 @@ class BidirectionalCell(HybridRecurrentCell):
         return _cells_state_info(self._children.values(), batch_size)
 
     def begin_state(self, **kwargs):
+        """The initial states of l_cell, then those of r_cell.
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to both cells' `begin_state` (`batch_size=`, `func=`, `ctx=`, `dtype=`, ...).
+        """
         if self._modified:
             raise MXNetError("BidirectionalCell: after applying a modifier cell, call begin_state on the modifier")
         return _cells_begin_state(self._children.values(), **kwargs)
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None, valid_length=None):
+        """Runs the two cells over `length` time steps; the parameters and the returned `(outputs, states)` are those
+        of `RecurrentCell.unroll`; the outputs of both directions are concatenated."""
         self.reset()
         inputs, axis, F, batch_size = _format_sequence(length, inputs, layout, False)
         reversed_inputs = _reverse_sequences(inputs, length, valid_length)
