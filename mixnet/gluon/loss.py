@@ -89,7 +89,8 @@ class Loss(HybridBlock):
         return self.hybrid_forward(F, *args, **kwargs)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
-        raise NotImplementedError(f"{type(self).__name__} must implement hybrid_forward()")
+        # a subclass of Loss defines the loss (as Block.forward says for blocks): a clear error, not an abstract stub
+        raise MXNetError(f"{type(self).__name__} must define hybrid_forward(self, F, pred, label, ...)")
 
 
 class L2Loss(Loss):
