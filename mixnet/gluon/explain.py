@@ -176,13 +176,19 @@ def fused_kernels(symbol):
     """One line per fused kernel of a compiled graph: its ops, result and the user's lines."""
     lines = []
     for k, node in enumerate(n for n in topo_order(symbol._outputs) if _is_fused(n)):
-        group = node.attrs["kernel"].group
+        group = fused_group(node)
         where = sorted({s.location for s in group.steps if s.location})
         ops = [s.op for s in group.steps] + ([group.reduce.op or group.reduce.kind] if group.reduce else [])
         result = ", ".join(f"{_dims(s)} {dtype_name(d)}" for s, d in node.types or ())
         lines.append(f"kernel {k}: {len(ops)} ops ({', '.join(ops)}) -> {result}"
                      + (f"  # {', '.join(where)}" if where else ""))
     return lines
+
+
+def fused_group(node):
+    """The fused node's own group (this graph's steps and source lines; its kernel may be shared with an earlier
+    graph of the same ops)."""
+    return node.attrs.get("group") or node.attrs["kernel"].group
 
 
 def _is_fused(node):
@@ -212,12 +218,12 @@ def _unfused(symbol, fusion):
     return own, lines
 
 
-def _kernel_source(kernel):
-    """The fused kernel's generated source with the user's lines in its comments."""
+def _kernel_source(kernel, group):
+    """The fused kernel's generated source with this graph's source lines (`group`) in its comments."""
     if hasattr(kernel, "render"):                              # CUDA (codegen/cupy_gpu.CudaKernel)
         return kernel.render(locations=True).text
     from ..codegen.numba_cpu import render_kernel  # lazy: the Numba backend, loaded only where kernels exist
-    return render_kernel(kernel.group, exact=config.CODEGEN_EXACT, locations=True)
+    return render_kernel(group, exact=config.CODEGEN_EXACT, locations=True)
 
 
 class Explanation:
@@ -283,7 +289,7 @@ def explain(block, code=False):
                 sections.append((f"signature {number}, {label} plan: compiled graph code", plan.compiled.source))
                 for k, node in enumerate(n for n in topo_order(plan.symbol._outputs) if _is_fused(n)):
                     sections.append((f"signature {number}, {label} plan: fused kernel {k}",
-                                     _kernel_source(node.attrs["kernel"])))
+                                     _kernel_source(node.attrs["kernel"], fused_group(node))))
     if not code:
         sections.append(("", "explain(code=True) adds the generated code: each plan's compiled graph and its fused "
                              "kernels, commented with your source lines."))

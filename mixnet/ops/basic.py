@@ -352,11 +352,13 @@ register(OpDef(
 # A fused elementwise group made by the fusion pass (mixnet/symbol/fuse.py): never built by users, never
 # exported; forward and backward plans both use it (graph-mode autodiff runs before fusion, so it needs no
 # gradient rule).
-def _fused_elemwise(xp, *arrays, kernel, num_outputs, out=None):
+def _fused_elemwise(xp, *arrays, kernel, num_outputs, group=None, out=None):
+    # `group`: the fused ops with this graph's source lines, for graph()/explain()/plot_network (the kernel may be
+    # a cached one first built for another graph of the same ops); running needs only the kernel
     return kernel_for(xp, kernel)(*arrays, out=out)
 
 
-def _infer_fused(shapes, dtypes, kernel, num_outputs):
+def _infer_fused(shapes, dtypes, kernel, num_outputs, group=None):
     # a group fused with the sum/mean it feeds (codegen/reduction.py) knows its reduced shape
     shape = getattr(kernel, "out_shape", None) or tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
     return [shape] * num_outputs, [np.dtype(kernel.dtype)] * num_outputs
@@ -364,6 +366,7 @@ def _infer_fused(shapes, dtypes, kernel, num_outputs):
 
 register(OpDef(
     name="_fused_elemwise", kernel=_fused_elemwise, inputs=("data",), variadic=True, hidden=True,
-    attrs={"kernel": Attr(parse_any, REQUIRED), "num_outputs": Attr(parse_int, 1)}, infer=_infer_fused,
+    attrs={"kernel": Attr(parse_any, REQUIRED), "num_outputs": Attr(parse_int, 1), "group": Attr(parse_any, None)},
+    infer=_infer_fused,
     num_outputs=lambda a: a["num_outputs"], differentiable=False, writes_out=True,
     doc="Internal: a generated kernel for a group of elementwise ops (inference plans of hybridized blocks)."))

@@ -171,7 +171,7 @@ class _Drawing:
 
     def fused(self, node, number):
         """One cluster per fused kernel: a box per fused op (its tooltip the user's line), edges inside."""
-        group = node.attrs["kernel"].group
+        group = node.attrs.get("group") or node.attrs["kernel"].group   # this graph's lines
         where = {step.location for step in group.steps if step.location}
         title = f"fused kernel {number}: {len(group.steps)} ops" + (f", {sorted(where)[0]}" if len(where) == 1 else "")
         with self.dot.subgraph(name=f"cluster{number}") as cluster:

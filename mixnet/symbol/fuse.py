@@ -165,7 +165,10 @@ def fuse(symbol, shapes=None, dtypes=None, device="cpu", min_size=None, compile_
         else:
             kernel = compile_for(device, group, compile_now)
         # the fused node reads the group's external inputs in the old graph; rewrite points them at the new one
-        fused = Node(fused_op, f"{outputs[-1].name}_fused", {"kernel": kernel, "num_outputs": len(outputs)},
+        # "group": this graph's own steps and source lines (the kernel may be a cached one built for an earlier
+        # graph with the same ops, whose group names that graph's lines): what graph()/explain()/plot_network show
+        fused = Node(fused_op, f"{outputs[-1].name}_fused",
+                     {"kernel": kernel, "group": group, "num_outputs": len(outputs)},
                      {"ops": "+".join(m.op.name for m in members)}, externals, members[-1].location)
         fused.types = tuple(out.types[0] for out in outputs)
         position = {id(out): k for k, out in enumerate(outputs)}

@@ -159,3 +159,25 @@ def test_print_summary_of_a_block_counts_its_parameters(fused, capsys):
     assert re.search(r"\S+_dense0_fwd\(FullyConnected\)\s+16\s+144\s+data", out)
     assert "Total params: 212" in out                    # 8*16+16 + 16*4+4
     assert re.search(r"data\(null\)\s+8\s+0", out)
+
+
+class SameOpsElsewhere(gluon.HybridBlock):
+    """Net's fused chain written on another line: the fused kernel is shared (cached by its ops), its lines not."""
+
+    def hybrid_forward(self, F, x):
+        return F.tanh(x * 0.5 + 1) * F.sigmoid(x)      # OTHER LINE: the same five ops as Net's
+
+
+def test_a_shared_kernel_shows_each_graphs_own_source_lines(monkeypatch):
+    monkeypatch.setattr(config, "FUSE_MIN_SIZE", 1)
+    first = SameOpsElsewhere()
+    first.hybridize()
+    first(nd.ones((2, 16)))                           # compiles (or loads) the kernel for these ops first
+    net = Net()
+    net.initialize()
+    net.hybridize()
+    net(nd.ones((2, 8)))
+    mine, other = f"test_block_graph.py:{_line('FUSED LINE')}", f"test_block_graph.py:{_line('OTHER LINE')}"
+    for text in (str(net.graph()), str(net.explain(code=True)), mx.viz.plot_network(net).source):
+        assert mine in text and other not in text
+    assert other in str(first.graph()) and mine not in str(first.graph())
