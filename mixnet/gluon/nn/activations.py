@@ -88,8 +88,10 @@ class SELU(HybridBlock):
 
     Parameters
     ----------
-    **kwargs
-        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+    prefix : str, optional
+        The name prefix of the block's parameters, as every Block takes.
+    params : ParameterDict, optional
+        Parameters to share, as every Block takes.
 
     Notes
     -----
@@ -128,8 +130,10 @@ class GELU(HybridBlock):
 
     Parameters
     ----------
-    **kwargs
-        `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+    prefix : str, optional
+        The name prefix of the block's parameters, as every Block takes.
+    params : ParameterDict, optional
+        Parameters to share, as every Block takes.
 
     Notes
     -----

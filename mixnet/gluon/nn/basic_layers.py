@@ -498,8 +498,10 @@ class Flatten(HybridBlock):
 
     Parameters
     ----------
-    **kwargs
-            `prefix` (the parameters' name prefix) and `params` (a ParameterDict to share), as every Block takes.
+    prefix : str, optional
+        The name prefix of the block's parameters, as every Block takes.
+    params : ParameterDict, optional
+        Parameters to share, as every Block takes.
 
     Notes
     -----

@@ -53,6 +53,8 @@ class Estimator:
     batch_processor : BatchProcessor, optional
         Supplies `fit_batch` and `evaluate_batch`.
 
+    Notes
+    -----
     `est.logger` is this Estimator's own `logging.Logger` (named 'mixnet.estimator'): it prints INFO lines to
     stdout, and takes handlers (``est.logger.addHandler(logging.FileHandler(...))``) and levels as usual;
     ``logging.getLogger('mixnet.estimator').setLevel(logging.WARNING)`` quiets every Estimator.
