@@ -2,6 +2,7 @@
 (mixnet/_source.py hide_internals), MIXNET_FULL_TRACEBACK=1 to keep them, locations shown as IPython shows a
 cell (`Cell In[2], line 3`), and warnings attributed to the user's line."""
 import os
+import re
 import sys
 import threading
 import traceback
@@ -168,8 +169,10 @@ def shell():
 
 
 def _run(shell, capsys, code):
+    """Run a cell; its printed output without colour codes (IPython may colour tracebacks even when told
+    "nocolor": the CI machine's shell did, which split "Cell In[2], line 5" with escape sequences)."""
     result = shell.run_cell(code, store_history=True)
-    return result, capsys.readouterr().out
+    return result, re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
 
 
 def test_ipython_cell_error_shows_cell_locations_and_hides_the_boundary(shell, capsys):
