@@ -41,6 +41,14 @@ def _wrap(data, ctx):
 dispatch.WRAP = _wrap
 
 
+def _bump_versions(arrays):
+    """NDArray._bump_version of each of `arrays`, in one Python call (an optimizer's step bumps every weight)."""
+    for arr in arrays:
+        while arr is not None:
+            arr._version += 1
+            arr = arr._base
+
+
 class NDArray:
     """An n-dimensional array on a device, with MXNet 1.x's NDArray API.
 

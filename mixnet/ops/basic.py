@@ -7,7 +7,7 @@ import numpy as np
 
 from ..codegen.backend import kernel_for
 from .attrs import Attr, REQUIRED, parse_any, parse_bool, parse_dtype, parse_int, parse_shape, parse_axis
-from .common import broadcast_shapes, call, check_shape, norm_axis, reshape_shape
+from .common import Memo, broadcast_shapes, call, check_shape, norm_axis, reshape_shape
 from .registry import OpDef, OpTest, register
 
 
@@ -204,9 +204,14 @@ def _sum_to_infer(shapes, dtypes, shape):
     return [tuple(shape)], [dtypes[0]]
 
 
+_SUM_TO_AXES = Memo()      # (x.shape, shape) -> _sum_to_axes: a Dense layer's bias gradient, every step
+
+
 def _sum_to(xp, x, shape):
     """Sums x down to `shape` (which x was broadcast from): leading axes, then axes where shape has 1."""
-    axes = _sum_to_axes(x.shape, shape)
+    axes = _SUM_TO_AXES.get((x.shape, shape))
+    if axes is None:
+        axes = _SUM_TO_AXES.keep((x.shape, shape), _sum_to_axes(x.shape, shape))
     out = x.sum(axis=axes, keepdims=True, dtype=x.dtype) if axes else x
     out = out.reshape(shape)
     return out if out is not x else x.copy()
@@ -327,8 +332,15 @@ def _reshape_to(in_shape, shape, reverse, target_shape, keep_highest):
     return reshape_shape(in_shape, shape, reverse)
 
 
+_RESHAPES = Memo()         # _reshape_to's arguments -> its shape: a graph's Reshape nodes repeat them every call
+
+
 def _reshape(xp, x, shape, reverse, target_shape=(), keep_highest=False):
-    return x.reshape(_reshape_to(x.shape, shape, reverse, target_shape, keep_highest))
+    key = (x.shape, shape, reverse, target_shape, keep_highest)
+    to = _RESHAPES.get(key)
+    if to is None:
+        to = _RESHAPES.keep(key, _reshape_to(*key))
+    return x.reshape(to)
 
 
 register(OpDef(

@@ -1,7 +1,12 @@
 """Small pieces every op module shares: calling ops from gradient rules, checks, and the shape rules that both a
 kernel and its op's `infer` use (so each output-shape rule is written once): reduction axes, reshape codes,
 convolution and pooling output sizes, the element-count limit, and `infer` itself.
+
+For the kernels' hot paths (a hybridized graph calls the same kernels on the same shapes every step, where each
+Python call is a measurable share of a small step): `Memo`, a bounded memo of a pure per-(shape, attrs) result,
+and `result_dtype`, np.result_type of two dtypes memoized (numpy's own goes through a Python dispatcher).
 """
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -15,6 +20,29 @@ from . import dispatch, registry
 
 
 _PARSED = {}
+
+
+class Memo(dict):
+    """A memo of a pure function of shapes and attributes (no config, no data), for a kernel's hot path:
+
+        axes = _AXES.get(key)            # dict's own get: no Python call on a hit
+        if axes is None:
+            axes = _AXES.keep(key, compute(...))
+
+    `keep` stores until LIMIT entries (then it only returns the value: a process reshaping many shapes keeps a
+    bounded memo), and a computation that raises stores nothing. Entries are immutable and dict's get and set are
+    atomic, so threads sharing a memo at most compute an entry twice."""
+    __slots__ = ()
+    LIMIT = 4096
+
+    def keep(self, key, value):
+        if len(self) < self.LIMIT:
+            self[key] = value
+        return value
+
+
+# np.result_type(a, b) for two dtypes: lru_cache's hits run in C
+result_dtype = functools.lru_cache(maxsize=1024)(np.result_type)
 
 
 def call(name, *inputs, **attrs):

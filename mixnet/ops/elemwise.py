@@ -343,14 +343,18 @@ def _scalar_kernel(fn):
     return run
 
 
-def _scalar_out_kernel(fn, ufunc, reflected):
+def _scalar_out_kernel(ufunc, reflected):
     """A scalar op that writes into a given buffer (out=, writes_out) through the xp ufunc `ufunc`; reflected:
-    the scalar is the left operand. The Python scalar promotes exactly as in fn."""
+    the scalar is the left operand. The ufunc is the op's fn in _SCALAR (x * s is multiply(x, s)), so the Python
+    scalar promotes exactly as there. Without a buffer the ufunc runs too, with _operand and _keep_dtype in line:
+    a loss's scaling runs this every step, and three Python calls were most of its cost on small arrays."""
     def run(xp, x, scalar, out=None):
-        scalar = _operand(x, scalar)
-        if out is None:
-            return _keep_dtype(x, fn(xp, x, scalar))
+        if x.dtype.kind in "iu" and math.isfinite(scalar):      # _operand
+            scalar = int(scalar)
         args = (scalar, x) if reflected else (x, scalar)
+        if out is None:
+            result = getattr(xp, ufunc)(*args)
+            return result if result.dtype == x.dtype else result.astype(x.dtype)     # _keep_dtype
         return getattr(xp, ufunc)(*args, out=out, casting="unsafe")
     return run
 
@@ -409,7 +413,7 @@ for _name, _fn, _grad, _tmpl, _domain in _SCALAR:
     _attrs = ({"scalar": 0.7}, {"scalar": 2.0}) if _name in ("_rmod_scalar", "_rdiv_scalar", "_power_scalar",
                                                              "_rpower_scalar", "_mod_scalar") else _SCALAR_TEST_ATTRS
     _ufunc = _SCALAR_UFUNC.get(_name)
-    register(OpDef(name=_name, kernel=_scalar_out_kernel(_fn, *_ufunc) if _ufunc else _scalar_kernel(_fn),
+    register(OpDef(name=_name, kernel=_scalar_out_kernel(*_ufunc) if _ufunc else _scalar_kernel(_fn),
                    attrs=_SCALAR_ATTRS, grad=_grad, infer=infer_same, kind="scalar", scalar=_tmpl, hidden=True,
                    writes_out=_ufunc is not None,
                    test=OpTest(ref=_scalar_ref(_fn), recipe="unary", domain=_domain, recipe_attrs=_attrs)))

@@ -120,7 +120,8 @@ def _put_along_axis_add(xp, g, index, shape, axis, mode):
         pos = _class_positions(index, shape[0], shape[1], mode)      # pick's gradient on (batch, classes)
         if pos is not None:
             out = np.zeros(tuple(shape), dtype=g.dtype)
-            out[_row_coords(shape[0]), pos] = g.reshape(shape[0])
+            coords = _ROW_COORDS.get(shape[0])        # _row_coords' memo read in line (every step)
+            out[coords if coords is not None else _row_coords(shape[0]), pos] = g.reshape(shape[0])
             return out
     axis = _norm_axis(axis, len(shape))
     idx = _fix_mode(xp, _as_index(xp, index), shape[axis], mode, "take")
@@ -279,7 +280,8 @@ def _pick(xp, data, index, axis, keepdims, mode):
         rows = data.shape[0]
         pos = _class_positions(index, rows, data.shape[1], mode)
         if pos is not None:
-            out = data[_row_coords(rows), pos]
+            coords = _ROW_COORDS.get(rows)            # _row_coords' memo read in line (every step)
+            out = data[coords if coords is not None else _row_coords(rows), pos]
             return out.reshape(rows, 1) if keepdims else out
     axis, idx = _pick_index(xp, data, index, axis, keepdims, mode)
     out = xp.take_along_axis(data, idx, axis=axis)

@@ -254,16 +254,24 @@ def _loop_scalars(dtype, t, kind):
 
 def _softmax_fast(xp, data, ax, t, kind, out):
     """The Numba row loop for float32/float64 data without lengths (one pass for the maximum, one for exp and
-    its sum, one to scale); None where it does not apply."""
+    its sum, one to scale); None where it does not apply. The common case (rows along the last axis of a
+    contiguous array, t = 1) runs rows_last, _loop_scalars, rows_back and into in line: a classifier's loss runs
+    this every step, where each Python call is a share of the step."""
     nk = _fastpath.numba_kernels(xp, data) if data.size else None
     if nk is None:
         return None
-    rows = rows_last(data, ax)
-    direct = out is not None and ax == data.ndim - 1 and out.dtype == data.dtype and out.flags.c_contiguous
+    last = ax == data.ndim - 1
+    rows = data.reshape(-1, data.shape[-1]) if last and data.flags.c_contiguous else rows_last(data, ax)
+    direct = out is not None and last and out.dtype == data.dtype and out.flags.c_contiguous
     y = out.reshape(rows.shape) if direct else np.empty(rows.shape, data.dtype)
-    tt, sign = _loop_scalars(data.dtype, t, kind)
+    scalars = _LOOP_SCALARS.get((data.dtype, kind)) if t == 1.0 else None
+    tt, sign = scalars if scalars is not None else _loop_scalars(data.dtype, t, kind)
     nk.softmax_forward(rows, tt, sign, kind == "log_softmax", y)
-    return out if direct else into(xp, out, rows_back(y, data.shape, ax))
+    if direct:
+        return out
+    if out is None and last:
+        return y.reshape(data.shape)
+    return into(xp, out, rows_back(y, data.shape, ax))
 
 
 def _check_softmax_axis(shape, axis):
@@ -281,7 +289,8 @@ def _softmax_infer(shapes, dtypes, axis, temperature, dtype, use_length):
 def _softmax_kernel(kind):
     def run(xp, data, length=None, *, axis, temperature, dtype, use_length, out=None):
         ax = axis
-        _check_softmax_axis(data.shape, axis)
+        if not -data.ndim <= axis < data.ndim:       # tested here, raised by the helper that infer shares
+            _check_softmax_axis(data.shape, axis)
         t = 1.0 if temperature is None else temperature
         if not use_length and (dtype is None or dtype == data.dtype):
             fast = _softmax_fast(xp, data, ax % data.ndim, t, kind, out)
@@ -397,12 +406,19 @@ def _k_softmax_bwd(log):
         scale = (-1.0 if softmin else 1.0) / t
         nk = _fastpath.numba_kernels(xp, out_data, grad) if out_data.size else None
         if nk is not None:
-            rows, grows = rows_last(out_data, ax), rows_last(grad, ax)
             last = ax == out_data.ndim - 1
+            if last and out_data.flags.c_contiguous and grad.flags.c_contiguous:   # rows_last's view, in line
+                rows, grows = out_data.reshape(-1, out_data.shape[-1]), grad.reshape(-1, grad.shape[-1])
+            else:
+                rows, grows = rows_last(out_data, ax), rows_last(grad, ax)
             direct = out is not None and last and out.dtype == out_data.dtype and out.flags.c_contiguous
             dx = out.reshape(rows.shape) if direct else np.empty(rows.shape, out_data.dtype)
             nk.softmax_backward(rows, grows, scale, log, dx)
-            return out if direct else into(xp, out, rows_back(dx, out_data.shape, ax))
+            if direct:
+                return out
+            if out is None and last:                 # rows_back and into, in line
+                return dx.reshape(out_data.shape)
+            return into(xp, out, rows_back(dx, out_data.shape, ax))
         wide = np.float64 if out_data.dtype == np.float16 else out_data.dtype
         y, g = out_data.astype(wide, copy=False), grad.astype(wide, copy=False)
         if log:

@@ -17,7 +17,7 @@ from ..base import MXNetError
 from . import _fastpath
 from ._conv_fast import conv_data_grad_fast, conv_forward_fast, conv_weight_grad_fast, max_pool_backward_fast
 from .attrs import Attr, REQUIRED, choice, optional, parse_bool, parse_int, parse_shape
-from .common import call, check_shape, conv_out_size, into, pool_out_size
+from .common import call, check_shape, conv_out_size, into, pool_out_size, result_dtype
 from . import registry
 from .registry import OpDef, OpTest, ParamShapes, register
 
@@ -662,19 +662,23 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # FullyConnected and its two bilinear partners
-def _matmul(xp, a, b, out):
-    """a @ b, written by BLAS into `out` when given (writes_out) and of the product's dtype, else copied there."""
-    if out is not None and out.dtype == np.result_type(a.dtype, b.dtype):
-        return xp.matmul(a, b, out=out)
-    return into(xp, out, xp.matmul(a, b))
-
-
+# Both are a @ b, written by BLAS into `out` when given (writes_out) and of the product's dtype, else copied there.
+# Written out in each kernel: they run on every backward of a Dense layer, where a shared helper is a Python
+# call more.
 def _k_fc_dgrad(xp, grad, weight, out=None):
-    return _matmul(xp, grad, weight, out)
+    if out is None:
+        return xp.matmul(grad, weight)
+    if out.dtype == result_dtype(grad.dtype, weight.dtype):
+        return xp.matmul(grad, weight, out=out)
+    return into(xp, out, xp.matmul(grad, weight))
 
 
 def _k_fc_wgrad(xp, grad, data, out=None):
-    return _matmul(xp, grad.T, data, out)
+    if out is None:
+        return xp.matmul(grad.T, data)
+    if out.dtype == result_dtype(grad.dtype, data.dtype):
+        return xp.matmul(grad.T, data, out=out)
+    return into(xp, out, xp.matmul(grad.T, data))
 
 
 def _infer_matmul(transpose_lhs):
@@ -720,7 +724,7 @@ def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten, out=None
     if bias is not None and tuple(bias.shape) != (num_hidden,):
         raise ValueError(f"bias shape {bias.shape} does not match ({num_hidden},) (num_hidden,)")
     if out is not None:
-        if out.dtype != np.result_type(x2.dtype, weight.dtype) or out.dtype != data.dtype \
+        if out.dtype != result_dtype(x2.dtype, weight.dtype) or out.dtype != data.dtype \
                 or tuple(out.shape) != out_shape or not out.flags.c_contiguous:
             return into(xp, out, _k_fc(xp, data, weight, bias, num_hidden=num_hidden, no_bias=no_bias,
                                        flatten=flatten))
@@ -730,7 +734,7 @@ def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten, out=None
         return out
     y = xp.matmul(x2, weight.T)                            # one GEMM; BLAS takes the transposed weight as is
     if bias is not None:
-        if y.dtype == np.result_type(y.dtype, bias.dtype):
+        if y.dtype == result_dtype(y.dtype, bias.dtype):
             y += bias                                      # y is fresh: add in place, no second temporary
         else:
             y = y + bias

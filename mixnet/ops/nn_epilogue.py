@@ -27,12 +27,17 @@ ACTS = ("relu", "sigmoid", "tanh", "softrelu")
 READS_INPUT = ("softrelu",)      # the activations whose backward rule reads the input; the others' read the output
 
 
+_epilogue_kernels = None      # the loop module, once imported
+
+
 def _loops(xp, *arrays):
     """The epilogue loops when the eager fast paths may run for these arrays (ops/_fastpath.py decides; the
     background child of codegen/precompile.py compiles this module together with its loops), else None."""
+    global _epilogue_kernels
     if _fastpath.numba_kernels(xp, *arrays) is None:
         return None
-    from . import _epilogue_kernels  # lazy: imports numba
+    if _epilogue_kernels is None:      # an import statement per call costs two Python calls in importlib
+        from . import _epilogue_kernels  # lazy: imports numba
     return _epilogue_kernels
 
 
@@ -100,12 +105,13 @@ def _k_act_bwd_bias(xp, grad, data, *, act_type, shape, out=None):
     if grad.shape != data.shape:
         raise ValueError(f"gradient shape {grad.shape} does not match the data shape {data.shape}")
     n = shape[-1] if shape else 1
-    if not grad.ndim or grad.shape[-1] != n or any(s != 1 for s in shape[:-1]) or len(shape) > grad.ndim:
+    # (no generator expressions: this runs twice per W2 step)
+    if not grad.ndim or grad.shape[-1] != n or shape[:-1].count(1) != len(shape[:-1]) or len(shape) > grad.ndim:
         raise ValueError(f"cannot sum shape {grad.shape} over its leading axes down to {shape}")
     dz_out, db_out = out if out is not None else (None, None)
     loops = _loops(xp, grad, data) if act_type != "softrelu" else None
-    if loops is not None and all(o is None or (o.dtype == grad.dtype and o.flags.c_contiguous)
-                                 for o in (dz_out, db_out)):
+    if loops is not None and (dz_out is None or dz_out.dtype == grad.dtype and dz_out.flags.c_contiguous) \
+            and (db_out is None or db_out.dtype == grad.dtype and db_out.flags.c_contiguous):
         dz = np.empty(grad.shape, grad.dtype) if dz_out is None else dz_out
         db = np.empty(shape, grad.dtype) if db_out is None else db_out
         g, d = np.ascontiguousarray(grad).reshape(-1), np.ascontiguousarray(data).reshape(-1)

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from .attrs import Attr, optional, parse_axis, parse_bool, parse_dtype, parse_int
-from .common import call, infer_same, reduce_axes, reduced_shape
+from .common import Memo, call, infer_same, reduce_axes, reduced_shape
 from .registry import OpDef, OpTest, register
 
 _REDUCE_ATTRS = {
@@ -100,13 +100,21 @@ def _sum_kernel(xp, x, axis, keepdims, exclude):
     return _finish(xp, x.sum(axis=axes, dtype=_acc_dtype(x.dtype)), x, axes, keepdims)
 
 
+_MEAN_PLANS = Memo()      # (shape, axis, keepdims, exclude) -> (axes, count, output shape): a loss's mean, every step
+
+
 def _mean_kernel(xp, x, axis, keepdims, exclude):
-    axes = reduce_axes(x.shape, axis, exclude)
-    n = math.prod(x.shape[a] for a in axes)
+    key = (x.shape, axis, keepdims, exclude)
+    plan = _MEAN_PLANS.get(key)
+    if plan is None:
+        axes = reduce_axes(x.shape, axis, exclude)
+        plan = _MEAN_PLANS.keep(key, (axes, math.prod(x.shape[a] for a in axes),
+                                      reduced_shape(x.shape, axes, keepdims)))
+    axes, n, out_shape = plan
     if n == 1:
         # every reduced axis has length 1 (a loss of shape (batch, 1) averaged per sample): the mean is x itself,
         # x / 1 exactly in every dtype; one copy instead of a sum, a division and a cast (~20 us on (128, 1))
-        return x.reshape(reduced_shape(x.shape, axes, keepdims)).copy()
+        return x.reshape(out_shape).copy()
     if x.dtype.kind in "iub":
         total = x.sum(axis=axes, dtype=np.int64)
         result = xp.trunc(total / n) if n else total.astype(np.float64) * np.nan

@@ -30,7 +30,7 @@ import numpy as np
 
 from .._source import warn
 from ..base import MXNetError
-from ..ndarray.ndarray import NDArray, _wrap, array
+from ..ndarray.ndarray import NDArray, _bump_versions, _wrap, array
 from ..ops import _fastpath
 from .. import _atomic, _display, serialization
 from ._multi_tensor import FlatCache
@@ -45,8 +45,7 @@ def _zeros_like(weight, dtype=None):
     return _wrap(xp.zeros(weight._data.shape, dtype=dtype or weight._data.dtype), weight._ctx)
 
 
-def _f32(x):
-    return np.float32(x)
+_f32 = np.float32        # the type itself: a Python function around it was a call per use on every update
 
 
 # The flat (multi-tensor) path runs element-wise kernels over chunks of this many elements on the CPU, so the
@@ -672,8 +671,7 @@ class SGD(_MomentumState, Optimizer):
             else:
                 for p in positions:
                     self._step(indices[p], weights[p]._data, grads[p]._data, states[p], lr, wd)
-            for w in ws:
-                w._bump_version()
+            _bump_versions(ws)
 
 
 @register
@@ -811,8 +809,7 @@ class Adam(Optimizer):
                 for p in positions:
                     self._kernel(_xp_of(weights[p]._data), weights[p]._data, grads[p]._data, states[p][0]._data,
                                  states[p][1]._data, lr, wd, t)
-            for w in ws:
-                w._bump_version()
+            _bump_versions(ws)
 
 
 @register
