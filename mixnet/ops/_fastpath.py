@@ -30,13 +30,12 @@ import threading
 import numpy as np
 
 from .. import config
-from .common import dtype_name
 from ..codegen import cache, precompile
 
 ENABLED = True
 WORKSPACE_LIMIT = 64 << 20
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_FLOATS = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}     # the dtypes with loops, by name
 _module = None
 _ready = set()          # dtype names whose loops are compiled or in the on-disk cache
 _pending = set()        # dtype names waiting for a compiling child
@@ -47,15 +46,15 @@ _local = threading.local()
 
 
 def numba_kernels(xp, *arrays, load=True):
-    if not ENABLED or xp is not np or not config.NUMBA:
+    if xp is not np or not ENABLED or not config.NUMBA:
         return None
     dtype = arrays[0].dtype
-    if dtype not in _FLOATS:
-        return None
     for a in arrays[1:]:
-        if a.dtype != dtype:
+        if a.dtype is not dtype and a.dtype != dtype:
             return None
-    name = dtype_name(dtype)
+    name = _FLOATS.get(dtype)          # one dict lookup: this runs before every eager loop call
+    if name is None:
+        return None
     if _module is not None and name in _ready:
         return _module
     if not load and _module is None:
@@ -70,7 +69,7 @@ def _prepare(dtype, load):
     waiting = dtype in _pending or (_compiling is not None and dtype in _compiling[1])
     if dtype not in _ready and load and not waiting:        # decided once per dtype
         if not config.COMPILE_BACKGROUND:
-            _ready.update(d.name for d in _FLOATS)      # every loop compiles on its first use, as before
+            _ready.update(_FLOATS.values())      # every loop compiles on its first use, as before
         elif precompile.eager_is_cached(dtype):
             _ready.add(dtype)                           # loads the cached machine code on first use
         else:
