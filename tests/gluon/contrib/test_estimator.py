@@ -210,6 +210,18 @@ def test_resume_counts_found_checkpoints_and_restores_state(tmp_path):
             CheckpointHandler(str(tmp_path), "r", resume_from_checkpoint=True)])
 
 
+def test_resume_by_batches_counts_what_is_left_and_refuses_a_spent_budget(tmp_path):
+    def handler():
+        return CheckpointHandler(str(tmp_path), "b", batch_period=2, epoch_period=None, resume_from_checkpoint=True)
+    _est().fit(_loader(mx), batches=5, event_handlers=[CheckpointHandler(str(tmp_path), "b", batch_period=2,
+                                                                         epoch_period=None)])
+    with pytest.raises(EstimatorError, match="maximum number of batch 3 reached"):     # the last one: batch 3
+        _est().fit(_loader(mx), batches=4, event_handlers=[handler()])
+    est, resumed = _est(), handler()
+    est.fit(_loader(mx), batches=7, event_handlers=[resumed])
+    assert resumed.trained_batch == 3 and est.max_batch == 3
+
+
 def test_checkpoint_without_hybridize_logs_why_no_symbol(tmp_path):
     est = _est()
     stream = io.StringIO()

@@ -190,20 +190,10 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
         msg = "CheckpointHandler: Checkpoint resumed from epoch %d batch %d, continue to train for " % (
             self.trained_epoch, self.trained_batch)
         if estimator.max_epoch:
-            if self.trained_epoch >= estimator.max_epoch - 1:
-                raise EstimatorError(
-                    "Found checkpoint with maximum number of epoch %d reached, please specify "
-                    "resume_from_checkpoint=False (default value) if you want to train from scratch."
-                    % estimator.max_epoch)
-            estimator.max_epoch = estimator.max_epoch - self.trained_epoch - 1
+            estimator.max_epoch = _left_after("epoch", estimator.max_epoch, self.trained_epoch, estimator.max_epoch)
             msg += "%d epochs " % estimator.max_epoch
         if estimator.max_batch:
-            if self.trained_batch >= estimator.max_batch - 1:
-                raise EstimatorError(
-                    "Found checkpoint with maximum number of batch %d reached, please specify "
-                    "resume_from_checkpoint=False (default value) if you want to train from scratch."
-                    % self.trained_batch)
-            estimator.max_batch = estimator.max_batch - self.trained_batch - 1
+            estimator.max_batch = _left_after("batch", estimator.max_batch, self.trained_batch, self.trained_batch)
             msg += "%d batches " % estimator.max_batch
         param_file, trainer_file = self._files(prefix)
         if not os.path.exists(trainer_file):
@@ -212,3 +202,13 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
         estimator.net.load_parameters(param_file, ctx=estimator.context)
         estimator.trainer.load_states(trainer_file)
         estimator.logger.warning(msg)
+
+
+def _left_after(unit, limit, trained, shown):
+    """How many epochs or batches of `limit` are left after a checkpoint of the 0-based `trained` one; an error when
+    none is. The message shows `shown`, as MXNet 1.9's does (the limit for epochs, the trained count for batches)."""
+    if trained >= limit - 1:
+        raise EstimatorError(
+            "Found checkpoint with maximum number of %s %d reached, please specify "
+            "resume_from_checkpoint=False (default value) if you want to train from scratch." % (unit, shown))
+    return limit - trained - 1
