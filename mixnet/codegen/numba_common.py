@@ -6,7 +6,6 @@ import threading
 
 import numpy as np
 
-from .. import _gil
 from . import cache, numba_load, templates
 from .safe_text import node_comment
 
@@ -156,7 +155,7 @@ class Kernel:
         Numba cannot read is deleted and the kernel compiled again."""
         if variant in self._ready:
             return getattr(self.module, variant)
-        with self._lock, _gil.handing_back_often():
+        with self._lock:
             if variant not in self._ready:
                 try:
                     dispatcher = getattr(self.module, variant)

@@ -29,7 +29,7 @@ import threading
 
 import numpy as np
 
-from .. import _gil, config
+from .. import config
 from ..codegen import cache, precompile
 
 ENABLED = True
@@ -94,13 +94,7 @@ def _start_loading():
 
 def _load(dtypes):
     """Imports the loop modules and loads the cached machine code of `dtypes`' loops (their warm-up calls find
-    everything in Numba's cache), then publishes the module. In the background it hands the GIL back to the
-    user's thread often (_gil)."""
-    with _gil.handing_back_often():
-        _load_modules(dtypes)
-
-
-def _load_modules(dtypes):
+    everything in Numba's cache), then publishes the module."""
     global _module
     from ..codegen import numba_load, precompile  # lazy: numba_load only when the loops load
     import importlib
