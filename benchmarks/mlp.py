@@ -49,9 +49,10 @@ def hybridize_and_settle(net, loss_fn, step, hybrid, static_alloc=False):
     settle(net, loss_fn)
 
 
-def gluon_step(mx, batch, hybrid=False, static_alloc=False):
-    """The same Gluon code for mixnet and MXNet 1.9.1; returns (step, sync, final_loss)."""
-    gluon, nn, autograd = mx.gluon, mx.gluon.nn, mx.autograd
+def gluon_model(mx, batch, hybrid=False):
+    """(net, loss_fn, trainer, x, y): the W2 model, loss, SGD trainer and data, the same Gluon code for mixnet and
+    MXNet 1.9.1 (not hybridized yet)."""
+    gluon, nn = mx.gluon, mx.gluon.nn
     x_np, y_np = make_data(batch)
     x, y = mx.nd.array(x_np), mx.nd.array(y_np.astype(np.float32))
     net = nn.HybridSequential() if hybrid else nn.Sequential()
@@ -60,6 +61,13 @@ def gluon_step(mx, batch, hybrid=False, static_alloc=False):
     net.initialize(mx.init.Xavier())
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR})
+    return net, loss_fn, trainer, x, y
+
+
+def gluon_step(mx, batch, hybrid=False, static_alloc=False):
+    """The same Gluon code for mixnet and MXNet 1.9.1; returns (step, sync, final_loss)."""
+    net, loss_fn, trainer, x, y = gluon_model(mx, batch, hybrid)
+    autograd = mx.autograd
     last = {}
 
     def step():
@@ -76,7 +84,9 @@ def gluon_step(mx, batch, hybrid=False, static_alloc=False):
     return step, mx.nd.waitall, final_loss
 
 
-def numpy_step(batch):
+def numpy_parts(batch):
+    """(forward, backward, update, state): the hand-written step in the three parts a Gluon step has (forward and
+    loss, backward, SGD update); state["loss"] is the last forward's per-example loss."""
     x, y = make_data(batch)
     rng = np.random.default_rng(1)
 
@@ -88,9 +98,9 @@ def numpy_step(batch):
               xavier(OUT, HID), np.zeros(OUT, np.float32)]
     rows = np.arange(batch)
     scale = np.float32(LR / batch)            # Trainer.step(batch) rescales the summed gradient by 1/batch
-    last = {}
+    state = {}
 
-    def step():
+    def forward():
         w1, b1, w2, b2, w3, b3 = params
         h1 = x @ w1.T
         h1 += b1
@@ -103,8 +113,12 @@ def numpy_step(batch):
         z -= z.max(axis=1, keepdims=True)
         e = np.exp(z)
         s = e.sum(axis=1, keepdims=True)
-        last["loss"] = (np.log(s[:, 0]) - z[rows, y])
-        dz = e / s
+        state.update(loss=np.log(s[:, 0]) - z[rows, y], h1=h1, h2=h2, e=e, s=s)
+
+    def backward():
+        _, _, w2, _, w3, _ = params
+        h1, h2 = state["h1"], state["h2"]
+        dz = state["e"] / state["s"]
         dz[rows, y] -= 1
         dw3, db3 = dz.T @ h2, dz.sum(axis=0)
         dh2 = dz @ w3
@@ -112,12 +126,25 @@ def numpy_step(batch):
         dw2, db2 = dh2.T @ h1, dh2.sum(axis=0)
         dh1 = dh2 @ w2
         dh1 *= h1 > 0
-        dw1, db1 = dh1.T @ x, dh1.sum(axis=0)
-        for p, g in zip(params, (dw1, db1, dw2, db2, dw3, db3)):
+        state["grads"] = (dh1.T @ x, dh1.sum(axis=0), dw2, db2, dw3, db3)
+
+    def update():
+        for p, g in zip(params, state["grads"]):
             g *= scale
             p -= g
 
-    return step, None, lambda: float(last["loss"].mean())
+    return forward, backward, update, state
+
+
+def numpy_step(batch):
+    forward, backward, update, state = numpy_parts(batch)
+
+    def step():
+        forward()
+        backward()
+        update()
+
+    return step, None, lambda: float(state["loss"].mean())
 
 
 def torch_step(batch):

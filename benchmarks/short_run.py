@@ -109,15 +109,8 @@ def w1(mx, np):
 def w2(mx, np):
     """The hybridized MLP training step (mlp.py's model and data) and mlp.py's hand-written numpy step."""
     import mlp
-    gluon, nn, autograd = mx.gluon, mx.gluon.nn, mx.autograd
-    x_np, y_np = mlp.make_data(128)
-    x, y = mx.nd.array(x_np), mx.nd.array(y_np.astype(np.float32))
-    net = nn.HybridSequential()
-    net.add(nn.Dense(mlp.HID, activation="relu", in_units=mlp.IN),
-            nn.Dense(mlp.HID, activation="relu", in_units=mlp.HID), nn.Dense(mlp.OUT, in_units=mlp.HID))
-    net.initialize(mx.init.Xavier())
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": mlp.LR})
+    autograd = mx.autograd
+    net, loss_fn, trainer, x, y = mlp.gluon_model(mx, 128, hybrid=True)
     hybridize_at = time.perf_counter()
     net.hybridize()
     loss_fn.hybridize()

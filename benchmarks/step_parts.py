@@ -4,7 +4,7 @@ mlp.py times whole steps. This times the parts of both steps in one process, int
 background loading is waited for first), to show where the difference lies:
 
   forward+loss   mixnet: net(x) and loss_fn(out, y) under autograd.record() (both hybridized);
-                 numpy: the three GEMMs, bias, ReLU, softmax cross-entropy (mlp.numpy_step's first half)
+                 numpy: the three GEMMs, bias, ReLU, softmax cross-entropy (mlp.numpy_parts, as in mlp.py)
   backward       mixnet: loss.backward(); numpy: the softmax gradient, five GEMMs, ReLU masks, bias sums
   update         mixnet: trainer.step(128); numpy: the SGD update of the six arrays
   gemms          the eight GEMMs alone (numpy, same shapes and layouts as both steps): the floor both share
@@ -34,18 +34,10 @@ BATCH = 128
 def mixnet_parts():
     import mixnet as mx
     from mixnet.ops import _fastpath
-    gluon, nn, autograd = mx.gluon, mx.gluon.nn, mx.autograd
-    x_np, y_np = mlp.make_data(BATCH)
-    x, y = mx.nd.array(x_np), mx.nd.array(y_np.astype(np.float32))
-    net = nn.HybridSequential()
-    net.add(nn.Dense(mlp.HID, activation="relu", in_units=mlp.IN),
-            nn.Dense(mlp.HID, activation="relu", in_units=mlp.HID), nn.Dense(mlp.OUT, in_units=mlp.HID))
-    net.initialize(mx.init.Xavier())
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": mlp.LR})
+    net, loss_fn, trainer, x, y = mlp.gluon_model(mx, BATCH, hybrid=True)
     net.hybridize()
     loss_fn.hybridize()
-    state = {}
+    autograd, state = mx.autograd, {}
 
     def forward():
         with autograd.record():
@@ -65,65 +57,24 @@ def mixnet_parts():
     return forward, backward, update
 
 
-def numpy_parts():
-    """mlp.numpy_step split where mixnet's parts split (same arithmetic, same parameters' shapes)."""
-    x, y = mlp.make_data(BATCH)
-    rng = np.random.default_rng(1)
-
-    def xavier(fan_out, fan_in):
-        s = np.sqrt(6.0 / (fan_in + fan_out))
-        return rng.uniform(-s, s, (fan_out, fan_in)).astype(np.float32)
-
-    params = [xavier(mlp.HID, mlp.IN), np.zeros(mlp.HID, np.float32), xavier(mlp.HID, mlp.HID),
-              np.zeros(mlp.HID, np.float32), xavier(mlp.OUT, mlp.HID), np.zeros(mlp.OUT, np.float32)]
-    rows, scale, state = np.arange(BATCH), np.float32(mlp.LR / BATCH), {}
-
-    def forward():
-        w1, b1, w2, b2, w3, b3 = params
-        h1 = x @ w1.T
-        h1 += b1
-        np.maximum(h1, 0, out=h1)
-        h2 = h1 @ w2.T
-        h2 += b2
-        np.maximum(h2, 0, out=h2)
-        z = h2 @ w3.T
-        z += b3
-        z -= z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        s = e.sum(axis=1, keepdims=True)
-        state.update(loss=np.log(s[:, 0]) - z[rows, y], h1=h1, h2=h2, e=e, s=s)
-
-    def backward():
-        _, _, w2, _, w3, _ = params
-        h1, h2 = state["h1"], state["h2"]
-        dz = state["e"] / state["s"]
-        dz[rows, y] -= 1
-        dw3, db3 = dz.T @ h2, dz.sum(axis=0)
-        dh2 = dz @ w3
-        dh2 *= h2 > 0
-        dw2, db2 = dh2.T @ h1, dh2.sum(axis=0)
-        dh1 = dh2 @ w2
-        dh1 *= h1 > 0
-        state["grads"] = (dh1.T @ x, dh1.sum(axis=0), dw2, db2, dw3, db3)
-
-    def update():
-        for p, g in zip(params, state["grads"]):
-            g *= scale
-            p -= g
+def gemms_alone():
+    """The eight GEMMs both steps run, on arrays of the same shapes and layouts."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((BATCH, mlp.IN), dtype=np.float32)
+    w1, w2, w3 = (rng.standard_normal(shape, dtype=np.float32)
+                  for shape in ((mlp.HID, mlp.IN), (mlp.HID, mlp.HID), (mlp.OUT, mlp.HID)))
 
     def gemms():
-        w1, _, w2, _, w3, _ = params
         h1 = x @ w1.T
         h2 = h1 @ w2.T
         z = h2 @ w3.T
-        dz3 = z.T @ h2            # (OUT, HID), as dz.T @ h2
+        z.T @ h2                  # (OUT, HID), as dz.T @ h2
         dh2 = z @ w3
         dh2.T @ h1
         dh1 = dh2 @ w2
         dh1.T @ x
-        return dz3
 
-    return forward, backward, update, gemms
+    return gemms
 
 
 def main():
@@ -131,8 +82,8 @@ def main():
     parser.add_argument("--steps", type=int, default=500)
     args = parser.parse_args()
     mx_parts = dict(zip(("forward+loss", "backward", "update"), mixnet_parts()))
-    np_f, np_b, np_u, gemms = numpy_parts()
-    np_parts = {"forward+loss": np_f, "backward": np_b, "update": np_u}
+    np_parts = dict(zip(mx_parts, mlp.numpy_parts(BATCH)[:3]))
+    gemms = gemms_alone()
     times = {f"{who} {part}": [] for who in ("mixnet", "numpy") for part in mx_parts}
     times["gemms"] = []
     for _ in range(args.steps):
