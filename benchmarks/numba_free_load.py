@@ -1,21 +1,23 @@
-"""Can an eager Numba loop run in a process that never imports Numba? A measurement for issue 13's warm start.
+"""Can the eager Numba loops run in a process that never imports Numba? A measurement for issue 13's warm start.
 
 W2's short run loses ~9% to the background thread that imports Numba and loads the eager loops (~0.35 s of CPU;
-benchmarks/README.md, "Where W2's short run loses its time"). This measures the alternative, for one loop
-(`_epilogue_kernels.bias_relu`, float32):
+benchmarks/README.md, "Where W2's short run loses its time"). This measures the alternative for every float32
+loop of `ops/_numba_kernels.py`, `ops/_epilogue_kernels.py` and `ops/_rnn_kernels.py`:
 
-1. export (a child that imports Numba): compiles the loop and Numba's runtime functions (NRT) in memory and writes
-   their object code, with the names of the loop's CPython wrapper and of its environment global, to a
-   temporary directory (no pickle: raw object files and a JSON index);
+1. export (a child that imports Numba): runs each module's `warm_up('float32')` once to compile, then again with
+   every loop recorded (its arguments before the call, its array arguments after it, its return value: Numba's
+   results). It compiles each overload those calls used, and Numba's runtime functions (NRT), in memory, and
+   writes their object code, with the names of each overload's CPython wrapper and of its environment global, to
+   a temporary directory (raw object files, .npy files and a JSON index; no pickle);
 2. load (a fresh child that must not import Numba): loads Numba's C extensions (`_helperlib`, `_dynfunc`,
-   `_nrt_python`) by path, registers their helpers with llvmlite as Numba does, loads both object files into an
-   MCJIT engine, sets the wrapper's environment and makes it a Python function with `_dynfunc.make_function`;
-   then checks the result against numpy and times a call (small arrays), next to the Numba dispatcher's call in
-   the export child.
+   `_nrt_python`) by path, registers their helpers with llvmlite as Numba does, loads every object file into one
+   MCJIT engine, sets each wrapper's environment and makes it a Python function with `_dynfunc.make_function`.
+   It then replays the recorded calls, compares every output with Numba's bit for bit, and times a call of
+   `bias_relu` on small arrays (the export child timed Numba's dispatcher on the same call).
 
-Prints one JSON line: the load's parts in seconds, whether Numba was imported, the result check, and the
-microseconds per call of the loaded wrapper and of Numba's dispatcher. The wrapper does no type dispatch (it
-trusts its arguments' dtypes and layouts), so a loader built on this needs a guard in front of it.
+Prints one JSON line: whether Numba was imported, the overloads and calls, the mismatches (none expected), the
+load's parts in seconds and the microseconds per call of both. The loaded wrappers do no type dispatch (they trust
+their arguments' dtypes and layouts), so a loader built on this needs a guard in front of them.
 
     python3 benchmarks/numba_free_load.py
 """
@@ -27,34 +29,99 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+MODULES = ("_numba_kernels", "_epilogue_kernels", "_rnn_kernels")
+SCALARS = {"bool": bool, "int": int, "float": float}          # Python scalar types; numpy ones by their name
+
+
+def _scalar(value):
+    kind = type(value).__name__ if type(value) in SCALARS.values() else "numpy." + type(value).__name__
+    return {"scalar": kind, "value": value.item() if hasattr(value, "item") else value}
+
+
+def _unscalar(spec):
+    import numpy as np
+    kind = spec["scalar"]
+    return SCALARS[kind](spec["value"]) if kind in SCALARS else getattr(np, kind.split(".", 1)[1])(spec["value"])
+
+
+def _time_call(fn, args, number=100000):
+    import timeit
+    fn(*args)
+    return min(timeit.repeat(lambda: fn(*args), number=number, repeat=5)) / number * 1e6
 
 
 def export(out):
-    import timeit
+    import importlib
 
     import numba
     import numpy as np
-    from numba import types
+    from numba.core.dispatcher import Dispatcher
     from numba.core.registry import cpu_target
     from numba.core.runtime import rtsys
 
-    from mixnet.ops import _epilogue_kernels
-    loop = numba.njit(_epilogue_kernels.bias_relu.py_func)        # compiled here, in memory: its object code
-    signature = (types.float32[::1], types.float32[::1], types.float32)
-    loop.compile(signature)
-    result = loop.overloads[signature]
-    library = result.library
+    modules = [importlib.import_module(f"mixnet.ops.{name}") for name in MODULES]
+    for module in modules:
+        module.warm_up("float32")                  # compiled (or loaded from Numba's cache) before recording
+    calls, dispatchers = [], {}
+
+    def recorder(module, name, dispatcher):
+        def record(*args):
+            before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+            writeable = [a.flags.writeable if isinstance(a, np.ndarray) else None for a in args]
+            signature = tuple(numba.typeof(a) for a in args)
+            result = dispatcher(*args)
+            after = [a.copy() if isinstance(a, np.ndarray) else None for a in args]
+            calls.append((module.__name__, name, signature, before, writeable, after, result))
+            return result
+        return record
+
+    for module in modules:         # the warm-up calls the loops by their module names: record those calls
+        for name, value in list(vars(module).items()):
+            if isinstance(value, Dispatcher):
+                dispatchers[(module.__name__, name)] = value
+                setattr(module, name, recorder(module, name, value))
+    try:
+        for module in modules:
+            module.warm_up("float32")
+    finally:
+        for (module_name, name), dispatcher in dispatchers.items():
+            setattr(sys.modules[module_name], name, dispatcher)
     rtsys.initialize(cpu_target.target_context)
-    with open(os.path.join(out, "loop.o"), "wb") as f:
-        f.write(library.codegen._tm.emit_object(library._final_module))
     with open(os.path.join(out, "nrt.o"), "wb") as f:
         f.write(rtsys._library.codegen._tm.emit_object(rtsys._library._final_module))
-    small, bias, zero = np.zeros(8, np.float32), np.zeros(8, np.float32), np.float32(0)
-    loop(small, bias, zero)
-    call_us = min(timeit.repeat(lambda: loop(small, bias, zero), number=100000, repeat=5)) / 100000 * 1e6
-    index = {"wrapper": result.fndesc.llvm_cpython_wrapper_name, "environment": result.fndesc.env_name,
-             "module": result.fndesc.modname, "name": result.fndesc.qualname.split(".")[-1],
-             "environment_constants": len(result.environment.consts), "numba_dispatcher_call_us": round(call_us, 3)}
+    overloads, entries = {}, []
+    for i, (module_name, name, signature, before, writeable, after, result) in enumerate(calls):
+        key = (module_name, name, signature)
+        if key not in overloads:        # compiled again here, in memory, where its object code can be emitted
+            original = dispatchers[(module_name, name)]
+            options = {k: v for k, v in original.targetoptions.items() if k not in ("cache", "nopython")}
+            fresh = numba.njit(**options)(original.py_func)
+            fresh.compile(signature)
+            compiled = fresh.overloads[signature]
+            obj = f"overload{len(overloads)}.o"
+            with open(os.path.join(out, obj), "wb") as f:
+                f.write(compiled.library.codegen._tm.emit_object(compiled.library._final_module))
+            overloads[key] = {"id": len(overloads), "module": module_name, "name": name, "object": obj,
+                              "signature": [str(t) for t in signature],
+                              "wrapper": compiled.fndesc.llvm_cpython_wrapper_name,
+                              "environment": compiled.fndesc.env_name,
+                              "environment_constants": len(compiled.environment.consts)}
+        args, outputs = [], []
+        for j, (value, flag) in enumerate(zip(before, writeable)):
+            if isinstance(value, np.ndarray):
+                np.save(os.path.join(out, f"call{i}_in{j}.npy"), value, allow_pickle=False)
+                args.append({"array": f"call{i}_in{j}.npy", "writeable": flag})
+            else:
+                args.append(_scalar(value))
+        for j, value in enumerate(after):
+            if value is not None:
+                np.save(os.path.join(out, f"call{i}_out{j}.npy"), value, allow_pickle=False)
+                outputs.append([j, f"call{i}_out{j}.npy"])
+        entries.append({"overload": overloads[key]["id"], "args": args, "outputs": outputs, "returns": repr(result)})
+    small = (np.zeros(8, np.float32), np.zeros(8, np.float32), np.float32(0))
+    index = {"overloads": list(overloads.values()), "calls": entries,
+             "numba_dispatcher_call_us": round(_time_call(dispatchers[(f"mixnet.ops.{MODULES[1]}", "bias_relu")],
+                                                          small), 3)}
     with open(os.path.join(out, "index.json"), "w", encoding="utf-8") as f:
         json.dump(index, f)
 
@@ -66,7 +133,6 @@ def load(out):
     import importlib.machinery
     import importlib.util
     import time
-    import timeit
     import types
 
     start = time.perf_counter()
@@ -101,32 +167,49 @@ def load(out):
         index = json.load(f)
     machine = ll.Target.from_default_triple().create_target_machine(codemodel="jitdefault")
     engine = ll.create_mcjit_compiler(ll.parse_assembly(""), machine)
-    for name in ("nrt.o", "loop.o"):
+    for name in ["nrt.o"] + [o["object"] for o in index["overloads"]]:
         with open(os.path.join(out, name), "rb") as f:
             engine.add_object_file(ll.ObjectFileRef.from_data(f.read()))
     engine.finalize_object()
     objects_done = time.perf_counter()
-    module = types.ModuleType(index["module"])
-    environment = dynfunc.Environment(module.__dict__)
-    slot = (ctypes.c_void_p * 1).from_address(engine.get_global_value_address(index["environment"]))
-    slot[0] = ctypes.c_void_p(id(environment))
-    loop = dynfunc.make_function(module, index["name"], "loaded without Numba",
-                                 engine.get_function_address(index["wrapper"]), environment, (engine, machine))
+    loops = {}
+    for overload in index["overloads"]:
+        module = types.ModuleType(overload["module"])
+        environment = dynfunc.Environment(module.__dict__)
+        slot = (ctypes.c_void_p * 1).from_address(engine.get_global_value_address(overload["environment"]))
+        slot[0] = ctypes.c_void_p(id(environment))
+        loops[overload["id"]] = dynfunc.make_function(module, overload["name"], "loaded without Numba",
+                                                      engine.get_function_address(overload["wrapper"]), environment,
+                                                      (engine, machine))
     wrapped = time.perf_counter()
-    rng = np.random.default_rng(0)
-    y, b = rng.standard_normal(128 * 512).astype(np.float32), rng.standard_normal(512).astype(np.float32)
-    expected = np.maximum(y.reshape(128, 512) + b, 0).reshape(-1)
-    loop(y, b, np.float32(0))
-    small, bias, zero = np.zeros(8, np.float32), np.zeros(8, np.float32), np.float32(0)
-    call_us = min(timeit.repeat(lambda: loop(small, bias, zero), number=100000, repeat=5)) / 100000 * 1e6
-    return {"benchmark": "numba-free load", "loop": f"{index['module']}.{index['name']} (float32)",
-            "numba_imported": "numba" in sys.modules, "equals_numpy": bool(np.array_equal(y, expected)),
-            "import_numpy_s": round(numpy_done - start, 4), "extensions_and_llvmlite_s": round(extensions_done -
-                                                                                               numpy_done, 4),
-            "engine_and_objects_s": round(objects_done - extensions_done, 4),
-            "wrap_s": round(wrapped - objects_done, 5), "loaded_call_us": round(call_us, 3),
-            "numba_dispatcher_call_us": index["numba_dispatcher_call_us"],
-            "environment_constants": index["environment_constants"]}
+    mismatches = []
+    for call in index["calls"]:
+        args = []
+        for spec in call["args"]:
+            if "array" in spec:
+                array = np.load(os.path.join(out, spec["array"]), allow_pickle=False)
+                array.flags.writeable = spec["writeable"]
+                args.append(array)
+            else:
+                args.append(_unscalar(spec))
+        overload = index["overloads"][call["overload"]]
+        result = loops[call["overload"]](*args)
+        for j, name in call["outputs"]:
+            if not np.array_equal(args[j], np.load(os.path.join(out, name), allow_pickle=False), equal_nan=True):
+                mismatches.append(f"{overload['name']} argument {j}")
+        if repr(result) != call["returns"]:
+            mismatches.append(f"{overload['name']} returned {result!r}, Numba {call['returns']}")
+    bias_relu = next(loops[o["id"]] for o in index["overloads"] if o["name"] == "bias_relu")
+    small = (np.zeros(8, np.float32), np.zeros(8, np.float32), np.float32(0))
+    return {"benchmark": "numba-free load", "loops": "every float32 loop the warm-ups call",
+            "numba_imported": "numba" in sys.modules, "overloads": len(loops), "calls": len(index["calls"]),
+            "mismatches": mismatches,
+            "environment_constants": sum(o["environment_constants"] for o in index["overloads"]),
+            "import_numpy_s": round(numpy_done - start, 4),
+            "extensions_and_llvmlite_s": round(extensions_done - numpy_done, 4),
+            "engine_and_objects_s": round(objects_done - extensions_done, 4), "wrap_s": round(wrapped - objects_done, 5),
+            "loaded_call_us": round(_time_call(bias_relu, small), 3),
+            "numba_dispatcher_call_us": index["numba_dispatcher_call_us"]}
 
 
 def main():
@@ -138,7 +221,8 @@ def main():
         return
     env = {**os.environ, "PYTHONPATH": ROOT}
     with tempfile.TemporaryDirectory(prefix="mixnet-numba-free-") as out:
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--export", out], env=env, check=True)
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--export", out], env=env, check=True,
+                       stderr=subprocess.DEVNULL)
         proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--load", out], env=env, check=True,
                               capture_output=True, text=True)
         print(proc.stdout.strip())
