@@ -13,11 +13,10 @@ Cases:
       elementwise.py's `hand_written`). Target (issue 13): mean per call over the run <= 1.3x the baseline.
   W2  the MLP 784-512-512-10 training step (mlp.py: net and loss hybridized, record, backward, SGD), batch 128;
       baseline: mlp.py's hand-written numpy step. Target: <= 1.0x the baseline. Not met. Where W2 stands
-      (quiet machine, benchmarks/README.md, "Where W2's short run loses its time"): warm 1.05-1.24x. The steady
-      state is 1.01-1.03x: both steps run the same eight GEMMs, ~4.8 of numpy's ~5.0 ms. What is left is
-      mixnet's per-step Python, mostly in the backward (~0.15 ms), and the first ~0.4 s, while a background
-      thread imports Numba and loads the eager loops and the steps share the GIL with it (~0.45 ms per call of
-      the 3-s mean). With those loops loaded before the window (--preload) the ratio is 1.02-1.04.
+      (benchmarks/README.md, "The eager loops without Numba"): warm 1.04-1.09x, its eager loops loaded without
+      Numba in ~0.07 s (before that change: 1.15-1.16x while a thread imported Numba for ~0.4 s). The steady
+      state is 1.01-1.04x: both steps run the same eight GEMMs, ~4.8 of numpy's ~5.0 ms; what is left is
+      mixnet's per-step Python, mostly in the backward (~0.15 ms).
 Cache states, each in its own temporary MIXNET_CACHE_DIR (NUMBA_CACHE_DIR inside it, so the eager fast-path
 loops are cold too):
   cold  nothing compiled yet;
@@ -31,8 +30,8 @@ numba_imported (whether the window ended with Numba in the process).
     python3 benchmarks/short_run.py [--cases W1,W2] [--states cold,warm] [--repeats 3] [--seconds 3]
                                     [--threads 1] [--mixnet /path/to/checkout] [--preload]
 --mixnet runs another checkout (before/after comparisons); each row names the mixnet it imported.
---preload (warm cache only; a diagnostic, not what a user gets): the child imports Numba and loads the eager loops
-before building the block, outside the window, which then shows what W2 would get if that loading cost nothing.
+--preload (warm cache only; a diagnostic, not what a user gets): the child loads the eager loops before building
+the block, outside the window, which then shows what W2 would get if that loading cost nothing.
 """
 import argparse
 import json

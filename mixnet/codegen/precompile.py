@@ -113,6 +113,20 @@ def compile_eager_elsewhere(dtypes, timeout=600):
     return _run_child(lambda: [{"eager": d} for d in dtypes if not eager_is_cached(d)], {}, timeout)
 
 
+def export_native_elsewhere(dtypes):
+    """In a daemon thread, a child that exports `dtypes`' loops for loading without Numba (native_loops.export)
+    where they are compiled into Numba's cache but not exported yet: for the next process, as this one has
+    loaded them through Numba already."""
+    from . import native_loops  # lazy: llvmlite, only once loops load
+
+    def pending():
+        return [{"native": d} for d in dtypes if d in _DTYPES and eager_is_cached(d)
+                and not native_loops.is_exported(d)]
+
+    threading.Thread(target=_quietly, args=(lambda: _run_child(pending, {}, 600),), daemon=True,
+                     name="mixnet-native-export").start()
+
+
 def _run_child(pending, env, timeout):
     """Under the cache directory's lock, one child for the jobs `pending()` still lists (none: nothing to do)."""
     # The child imports the mixnet this module belongs to (also when the parent found it through sys.path edits,
@@ -236,7 +250,7 @@ def _write_eager_marker(dtype, kernels):
 
 def _checked(job):
     """One job of the child's argument, checked field by field: it names a file to run and a function to call."""
-    if isinstance(job, dict) and set(job) == {"eager"} and job["eager"] in _DTYPES:
+    if isinstance(job, dict) and len(job) == 1 and job.get("eager", job.get("native")) in _DTYPES:
         return job
     if (isinstance(job, dict) and set(job) == {"name", "dtype", "arrays", "variant"}
             and isinstance(job["name"], str) and _KERNEL_NAME.fullmatch(job["name"])
@@ -260,11 +274,12 @@ def _main(argument):
     jobs = [_checked(job) for job in spec["jobs"]]
     threading.Thread(target=_exit_with_parent, args=(spec["parent"],), daemon=True).start()
     from .numba_common import signature                       # imports Numba (~1 s): after the watchdog starts
-    if any("eager" in job for job in jobs) and hasattr(os, "nice"):
+    eager = any("eager" in job or "native" in job for job in jobs)
+    if eager and hasattr(os, "nice"):
         # The parent keeps training on the generic path meanwhile: on a machine with few cores it should not
         # have to share its core with the compiler.
         os.nice(10)
-    if any("eager" in job for job in jobs):
+    if eager:
         drop_stale_eager_cache()
     for job in jobs:
         if "eager" in job:
@@ -272,6 +287,13 @@ def _main(argument):
                 kernels = importlib.import_module(f"..ops.{name}", __package__)
                 kernels.warm_up(job["eager"])
                 _write_eager_marker(job["eager"], kernels)
+            continue
+        if "native" in job:        # a job of its own: the parent that waits for the compile need not wait for it
+            from . import native_loops  # lazy: the exporting child only
+            try:
+                native_loops.export(job["native"])
+            except Exception:      # noqa: BLE001, S110 - no export: the next process loads through Numba, as before
+                pass
             continue
         directory = cache.usable_dir()
         if directory is None:

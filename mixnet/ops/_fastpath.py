@@ -12,9 +12,12 @@
   not in Numba's on-disk cache yet keeps the generic path while one child process compiles them into that cache
   (codegen/precompile.py: one compiling child at a time per kernel cache directory, across processes, for these
   and the fused kernels; it ends when this process does). Once a dtype's loops are in the cache, a background
-  thread imports the modules and loads their machine code (~0.5 s once: Numba's import and the cache loads,
-  which skip Numba's compiler: codegen/numba_load.py), so that no call waits for it (the first hybridized MLP call would otherwise take ~1 s); calls keep the generic
-  path until it is done. With MIXNET_COMPILE_BACKGROUND=0 the module
+  thread loads their machine code, so that no call waits for it; calls keep the generic path until it is done.
+  Where the kernel cache holds the loops exported for loading without Numba (codegen/native_loops.py: a
+  child exports them after a process has loaded them through Numba), that takes ~0.04 s and the process never imports Numba; otherwise the thread
+  imports the modules and loads their code through Numba (~0.35 s: Numba's import and the cache loads, which
+  skip Numba's compiler: codegen/numba_load.py) and starts that child, for the next process. The loops
+  are then `_module` (`_numba_kernels` or its NativeLoop namespace) and `loops_of(name)` for the others. With MIXNET_COMPILE_BACKGROUND=0 the module
   is imported on first use and the loops compile on their first call, as Numba does by default.
   `wait_compiled()` blocks until the child and the loading are done (benchmarks, tests).
 * `workspace(slot, shape, dtype)`: an uninitialised C-contiguous array from a per-thread buffer that is kept
@@ -37,6 +40,7 @@ WORKSPACE_LIMIT = 64 << 20
 
 _FLOATS = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}     # the dtypes with loops, by name
 _module = None
+_modules = None         # {loop module name: the module, or its NativeLoop namespace}, set before _module
 _ready = set()          # dtype names whose loops are compiled or in the on-disk cache
 _pending = set()        # dtype names waiting for a compiling child
 _compiling = None       # the thread waiting on the child, and the dtypes it compiles
@@ -92,17 +96,36 @@ def _start_loading():
         _loading.start()
 
 
+def loops_of(name):
+    """The loop module `name` ('_numba_kernels', '_epilogue_kernels', '_rnn_kernels') as loaded: for a kernel
+    to which numba_kernels() returned a module."""
+    return _modules[name]
+
+
 def _load(dtypes):
+    """Publishes the loop modules for `dtypes`: their machine code loaded without Numba where the kernel cache
+    holds it (codegen/native_loops.py, ~0.04 s), else the modules imported and their cached code loaded through
+    Numba (~0.35 s; the code is then exported for the next process)."""
+    global _module, _modules
+    from ..codegen import native_loops  # lazy: only when loops load
+    native = native_loops.load(dtypes) if dtypes else None
+    if native is None:
+        native = _load_through_numba(dtypes)
+        if dtypes:
+            precompile.export_native_elsewhere(dtypes)
+    _modules = native
+    _module = native["_numba_kernels"]
+
+
+def _load_through_numba(dtypes):
     """Imports the loop modules and loads the cached machine code of `dtypes`' loops (their warm-up calls find
-    everything in Numba's cache), then publishes the module."""
-    global _module
-    from ..codegen import numba_load, precompile  # lazy: numba_load only when the loops load
+    everything in Numba's cache)."""
+    from ..codegen import numba_load  # lazy: numba_load only when the loops load
     import importlib
     precompile.drop_stale_eager_cache()
-    from . import _numba_kernels  # lazy: imports numba
+    modules = {name: importlib.import_module(f".{name}", __package__) for name in precompile.EAGER_MODULES}
     try:
-        for name in precompile.EAGER_MODULES:
-            module = importlib.import_module(f".{name}", __package__)
+        for module in modules.values():
             for loop in module.loops():       # the cached machine code, without starting Numba's compiler
                 numba_load.load_cached(loop, select=lambda sig: _for_dtypes(sig, dtypes))
             for dtype in dtypes:
@@ -110,7 +133,7 @@ def _load(dtypes):
                     module.warm_up(dtype)
     except Exception:         # noqa: BLE001 - a loop that fails to load here compiles on its first call instead
         pass
-    _module = _numba_kernels
+    return modules
 
 
 def _for_dtypes(signature, dtypes):

@@ -43,8 +43,7 @@ def _kernels(xp, *arrays):
     nk = _fastpath.numba_kernels(xp, *arrays, load=True)
     if nk is None:
         return None
-    from . import _rnn_kernels  # lazy: imports numba
-    return _rnn_kernels
+    return _fastpath.loops_of("_rnn_kernels")
 
 
 def forward(xp, data, params, state, cell, lens, masks, a, layout, clip, save):

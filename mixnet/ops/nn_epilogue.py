@@ -27,18 +27,12 @@ ACTS = ("relu", "sigmoid", "tanh", "softrelu")
 READS_INPUT = ("softrelu",)      # the activations whose backward rule reads the input; the others' read the output
 
 
-_epilogue_kernels = None      # the loop module, once imported
-
-
 def _loops(xp, *arrays):
     """The epilogue loops when the eager fast paths may run for these arrays (ops/_fastpath.py decides; the
     background child of codegen/precompile.py compiles this module together with its loops), else None."""
-    global _epilogue_kernels
     if _fastpath.numba_kernels(xp, *arrays) is None:
         return None
-    if _epilogue_kernels is None:      # an import statement per call costs two Python calls in importlib
-        from . import _epilogue_kernels  # lazy: imports numba
-    return _epilogue_kernels
+    return _fastpath.loops_of("_epilogue_kernels")
 
 
 # ---------------------------------------------------------------------------------------------------------

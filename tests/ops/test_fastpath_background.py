@@ -50,6 +50,7 @@ def fresh(monkeypatch):
     """A process state where no loops are ready, background compilation on and nothing in the cache."""
     monkeypatch.setattr(config, "COMPILE_BACKGROUND", True)
     monkeypatch.setattr(_fastpath, "_module", None)
+    monkeypatch.setattr(_fastpath, "_modules", None)
     monkeypatch.setattr(_fastpath, "_ready", set())
     monkeypatch.setattr(_fastpath, "_pending", set())
     monkeypatch.setattr(_fastpath, "_compiling", None)
