@@ -60,7 +60,10 @@ _runtime_lock = threading.Lock()
 
 
 def directory(dtype):
-    return os.path.join(cache.cache_dir(), "native-loops", dtype)
+    """Where `dtype`'s export lives, or None where the kernel cache cannot be used safely (cache.usable_dir: a
+    directory another user owns or can write could hold machine code of theirs)."""
+    base = cache.usable_dir()
+    return None if base is None else os.path.join(base, "native-loops", dtype)
 
 
 def key(dtype):
@@ -77,6 +80,8 @@ def key(dtype):
 
 
 def is_exported(dtype):
+    if directory(dtype) is None:
+        return False
     try:
         with open(os.path.join(directory(dtype), "index.json"), encoding="utf-8") as f:
             return json.load(f).get("key") == key(dtype)
@@ -109,6 +114,9 @@ def _constants(module):
 def export(dtype):
     """Writes `dtype`'s loops (every overload warm_up compiles) for `load`. Needs Numba; run by the compiling
     child. Replaces the directory as a whole: a reader sees the old export, none, or the new one."""
+    target = directory(dtype)
+    if target is None:
+        return
     import numba
     from numba.core.dispatcher import Dispatcher
     from numba.core.registry import cpu_target
@@ -117,7 +125,6 @@ def export(dtype):
     for module in modules:
         module.warm_up(dtype)
     rtsys.initialize(cpu_target.target_context)
-    target = directory(dtype)
     os.makedirs(os.path.dirname(target), exist_ok=True)
     work = tempfile.mkdtemp(prefix=".export-", dir=os.path.dirname(target))
     try:
@@ -206,6 +213,8 @@ def _extension(name, numba_dir, pattern):
 def load(dtypes):
     """{module name: namespace} with a NativeLoop per exported loop (its overloads for every dtype in `dtypes`)
     and the module's constants; None if any dtype's export is missing or stale, or loading fails."""
+    if any(directory(dtype) is None for dtype in dtypes):
+        return None
     try:
         indexes = []
         for dtype in dtypes:

@@ -210,3 +210,16 @@ def test_the_exporting_child_writes_an_export_a_process_loads(tmp_path):
     finally:
         cache.set_cache_dir(previous)
     assert loaded is not None and isinstance(loaded["_numba_kernels"].softmax_forward, native_loops.NativeLoop)
+
+
+def test_an_export_in_a_directory_others_can_write_is_not_loaded(tmp_path, exported):
+    shared = tmp_path / "shared"
+    shutil.copytree(os.path.dirname(os.path.dirname(exported)), shared)
+    os.chmod(shared, 0o777)                       # anyone could have put machine code there
+    previous = cache.set_cache_dir(shared)
+    try:
+        with pytest.warns(cache.CacheWarning, match="compile in memory"):
+            assert native_loops.load(["float32"]) is None
+        assert not native_loops.is_exported("float32")
+    finally:
+        cache.set_cache_dir(previous)
