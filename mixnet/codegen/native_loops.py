@@ -126,6 +126,10 @@ def export(dtype):
         module.warm_up(dtype)
     rtsys.initialize(cpu_target.target_context)
     os.makedirs(os.path.dirname(target), exist_ok=True)
+    # Exports run one at a time (the child holds the cache's compile lock): a work directory found now is what a
+    # child killed mid-export (its parent gone) left behind
+    for leftover in glob.glob(os.path.join(glob.escape(os.path.dirname(target)), ".export-*")):
+        shutil.rmtree(leftover, ignore_errors=True)
     work = tempfile.mkdtemp(prefix=".export-", dir=os.path.dirname(target))
     try:
         def emit(library, name):

@@ -21,8 +21,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """float32's loops exported into a kernel cache of this module's own (~15-25 s: they compile again)."""
-    previous = cache.set_cache_dir(tmp_path_factory.mktemp("native-kernels"))
+    """float32's loops exported into a kernel cache of this module's own (~15-25 s: they compile again), where a
+    killed export had left its work directory."""
+    kernels = tmp_path_factory.mktemp("native-kernels")
+    os.makedirs(kernels / "native-loops" / ".export-killed")
+    (kernels / "native-loops" / ".export-killed" / "overload0.o").write_bytes(b"half")
+    previous = cache.set_cache_dir(kernels)
     try:
         native_loops.export("float32")
         yield native_loops.directory("float32")
