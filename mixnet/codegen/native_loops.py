@@ -5,10 +5,11 @@ loads the eager loops' cached code (~0.35 s of CPU). W2's 3-second short run los
 (benchmarks/README.md, "Where W2's short run loses its time"). Everything those loops need at run time is Numba's
 machine code and three of Numba's C extensions, not Numba itself. So:
 
-* `export(dtype)` runs in a child (codegen/precompile.py, `export_native_elsewhere`) that a process starts once it
-  has loaded the loops through Numba, so that the next process need not; it has Numba. Each loop module's
-  `warm_up(dtype)` compiles (or loads) the overloads the fast paths call. Each of them is compiled once more in
-  memory, where its object code can be emitted, and written under `<kernel cache>/native-loops/<dtype>/`, with
+* `export(dtype)` runs in the child that compiles the loops (codegen/precompile.py), right after, and in a child
+  that a process starts once it has loaded the loops through Numba without finding an export; it has Numba.
+  Each loop module's `warm_up(dtype)` compiles (or loads) the overloads the fast paths call. Each one's object
+  code (what Numba writes to its cache; one loaded from that cache is compiled once more in memory) is written
+  under `<kernel cache>/native-loops/<dtype>/`, with
   Numba's runtime functions (nrt.o) and an index.json: per overload its module, loop, argument types, object
   file and sha256, and the names of its CPython wrapper and environment global. The index carries a key: the loop
   modules' and approx.py's source, the Numba, llvmlite and Python versions, and the CPU name and features (object
@@ -132,8 +133,7 @@ def export(dtype):
         shutil.rmtree(leftover, ignore_errors=True)
     work = tempfile.mkdtemp(prefix=".export-", dir=os.path.dirname(target))
     try:
-        def emit(library, name):
-            data = library.codegen._tm.emit_object(library._final_module)
+        def write(data, name):
             with open(os.path.join(work, name), "wb") as f:
                 f.write(data)
             return {"object": name, "sha256": hashlib.sha256(data).hexdigest()}
@@ -148,16 +148,23 @@ def export(dtype):
                     args = [_describe(t) for t in signature]
                     if None in args or not _of_dtype(args, dtype):
                         continue
-                    fresh = numba.njit(**options)(dispatcher.py_func)       # in memory: its object code
-                    fresh.compile(signature)
-                    compiled = fresh.overloads[signature]
+                    compiled = dispatcher.overloads[signature]
+                    try:                    # what Numba writes to its cache: there when this process compiled it
+                        data = compiled.library._get_compiled_object()
+                    except (RuntimeError, ValueError):      # loaded from Numba's cache: compile it again here
+                        fresh = numba.njit(**options)(dispatcher.py_func)
+                        fresh.compile(signature)
+                        compiled = fresh.overloads[signature]
+                        data = compiled.library.codegen._tm.emit_object(compiled.library._final_module)
                     if compiled.environment.consts:         # its wrapper would need Python objects: not exported
                         continue
                     overloads.append({"module": module.__name__.rsplit(".", 1)[1], "loop": name, "args": args,
                                       "wrapper": compiled.fndesc.llvm_cpython_wrapper_name,
                                       "environment": compiled.fndesc.env_name,
-                                      **emit(compiled.library, f"overload{len(overloads)}.o")})
-        index = {"key": key(dtype), "nrt": emit(rtsys._library, "nrt.o"), "overloads": overloads,
+                                      **write(data, f"overload{len(overloads)}.o")})
+        nrt = rtsys._library
+        index = {"key": key(dtype), "nrt": write(nrt.codegen._tm.emit_object(nrt._final_module), "nrt.o"),
+                 "overloads": overloads,
                  "constants": {m.__name__.rsplit(".", 1)[1]: _constants(m) for m in modules}}
         with open(os.path.join(work, "index.json"), "w", encoding="utf-8") as f:
             json.dump(index, f)

@@ -287,11 +287,10 @@ def _main(argument):
                 kernels = importlib.import_module(f"..ops.{name}", __package__)
                 kernels.warm_up(job["eager"])
                 _write_eager_marker(job["eager"], kernels)
-            continue
-        if "native" in job:        # a job of its own: the parent that waits for the compile need not wait for it
+        if "eager" in job or "native" in job:      # the loops just compiled are exported as they are (~1 s)
             from . import native_loops  # lazy: the exporting child only
             try:
-                native_loops.export(job["native"])
+                native_loops.export(job.get("eager") or job["native"])
             except Exception:      # noqa: BLE001, S110 - no export: the next process loads through Numba, as before
                 pass
             continue
