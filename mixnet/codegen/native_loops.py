@@ -242,6 +242,9 @@ def load(dtypes):
         entries, wrappers = [], set()
         for path, index in indexes:
             for overload in index["overloads"]:
+                if overload["module"] not in MODULES or not overload["loop"].isidentifier():
+                    raise ValueError(f"native loops: an index entry names {overload['module']!r}, "
+                                     f"{overload['loop']!r}")
                 if overload["wrapper"] in wrappers:     # a loop with no float argument is in every dtype's export
                     continue
                 wrappers.add(overload["wrapper"])

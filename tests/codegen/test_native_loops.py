@@ -133,8 +133,9 @@ def _rewrite_index(copy, edit):
     lambda c: (c / "nrt.o").unlink(),
     lambda c: (c / "index.json").write_text("{not json"),
     lambda c: (c / "index.json").unlink(),
+    lambda c: _rewrite_index(c, lambda i: i["overloads"][0].update(loop="not a name")),
 ], ids=["other-cpu", "other-numba", "other-source", "altered-object", "missing-object", "bad-index",
-        "no-index"])
+        "no-index", "not-a-loop-name"])
 def test_a_stale_altered_or_incomplete_export_is_not_loaded(tmp_path, exported, change):
     loaded, _ = _load_from_copy(tmp_path, exported, change)
     assert loaded is None
