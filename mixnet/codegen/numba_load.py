@@ -16,19 +16,9 @@ loads nothing and says so, and the caller's usual `compile` (or first call) does
 """
 import threading
 
-__all__ = ["load_cached", "prepare"]
+__all__ = ["load_cached"]
 
 _failed = threading.Event()       # set once this Numba cannot be driven this way: stop trying
-
-
-def prepare():
-    """Imports Numba and starts its runtime (the LLVM JIT, NRT): what every cached load needs first, done ahead
-    of time (codegen/precompile.py, `start_loading`)."""
-    from numba.core.compiler_lock import global_compiler_lock
-    from numba.core.registry import cpu_target
-    from numba.core.runtime import rtsys
-    with global_compiler_lock:
-        rtsys.initialize(cpu_target.target_context)
 
 
 def load_cached(dispatcher, signatures=None, select=None):

@@ -46,9 +46,8 @@ import time
 
 from .._atomic import write_atomic
 from . import cache
-from .. import config
 
-__all__ = ["compile_elsewhere", "is_cached", "compile_eager_elsewhere", "eager_is_cached", "start_loading"]
+__all__ = ["compile_elsewhere", "is_cached", "compile_eager_elsewhere", "eager_is_cached", "export_native_elsewhere"]
 
 _ONE_CHILD = threading.Lock()
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -62,28 +61,11 @@ _CHILD = ("import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "       # the
           "runpy.run_module('mixnet.codegen.precompile', run_name='__main__', alter_sys=True)")
 
 
-def start_loading():
-    """Called by HybridBlock.hybridize(): when the kernel cache holds CPU kernels (a warm cache) and fused kernels
-    load in the background, imports Numba and starts its runtime now, in a daemon thread, so that the first
-    call's kernels only have to be read (codegen/numba_load.py). Once per process; nothing without a warm cache,
-    so a process that will compile anyway, or runs on a GPU only, does not import Numba for it."""
-    global _STARTED
-    if _STARTED or not (config.COMPILE_BACKGROUND and config.FUSE and config.NUMBA) or "numba" in sys.modules:
-        return
-    _STARTED = True
-    if glob.glob(os.path.join(glob.escape(cache.cache_dir()), "mx_*.py")):
-        from . import numba_load  # lazy: only with a warm kernel cache
-        threading.Thread(target=_quietly, args=(numba_load.prepare,), daemon=True, name="mixnet-numba-start").start()
-
-
 def _quietly(fn):
     try:
         fn()
-    except Exception:      # noqa: BLE001, S110 - only a head start: the first call's loading does the same and reports
+    except Exception:      # noqa: BLE001, S110 - only for the next process: this one has its loops already
         pass
-
-
-_STARTED = False
 
 
 def is_cached(kernel):

@@ -17,7 +17,6 @@ from .._atomic import write_atomic
 from .._source import warn
 from .._traceback import hide_internals
 from ..base import InputDtypeWarning, MXNetError, MXNetWarning
-from ..codegen import precompile
 from ..ndarray import load as nd_load, save as nd_save
 from ..ndarray.ndarray import NDArray
 from . import _block_display, cached_graph
@@ -684,8 +683,6 @@ class HybridBlock(Block):
                            inline_limit=inline_limit, **kwargs)
         if clear:
             self._cached_graphs, self._call_index = {}, None     # (the index would hold the old graphs)
-        if active:
-            precompile.start_loading()          # a warm kernel cache: Numba's start-up before the first call
         super().hybridize(active, backend=backend, clear=clear, static_alloc=static_alloc,
                           static_shape=static_shape, inline_limit=inline_limit, **kwargs)
 

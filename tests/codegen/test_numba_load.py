@@ -1,5 +1,5 @@
-"""Warm start (mixnet/codegen/numba_load.py, precompile.start_loading): cached kernels load without Numba's
-compiler, and what is not cached still compiles as before."""
+"""Warm start (mixnet/codegen/numba_load.py): cached kernels load without Numba's compiler, and what is not cached
+still compiles as before; hybridize() imports nothing."""
 import json
 import os
 import subprocess
@@ -55,13 +55,22 @@ def test_uncached_dispatchers_load_nothing_and_still_compile():
     assert add_one(1.5) == 2.5                                      # compiles as Numba always does
 
 
-def test_start_loading_without_cached_kernels_imports_nothing(tmp_path):
+def test_hybridize_imports_no_numba_even_with_fused_kernels_in_the_cache(tmp_path):
+    """Other blocks' fused kernels in the cache say nothing of this one's: hybridize() used to import Numba ahead
+    of the first call whenever the cache held any, which cost a block that needs none (an MLP whose eager loops
+    load without Numba, codegen/native_loops.py) ~0.2 s of shared GIL and ~40 MB."""
+    kernels = tmp_path / "kernels"
+    kernels.mkdir(mode=0o700)
+    (kernels / "mx_0123456789abcdef.py").write_text("# another block's fused kernel\n")
     script = textwrap.dedent("""
-        import sys
+        import sys, threading
         import mixnet as mx
         net = mx.gluon.nn.HybridSequential()
         net.hybridize()
+        for thread in threading.enumerate():          # what hybridize() may have started
+            if thread is not threading.current_thread():
+                thread.join(30)
         print('{"numba": %s}' % str("numba" in sys.modules).lower())
     """)
-    env = dict(os.environ, MIXNET_CACHE_DIR=str(tmp_path / "empty"))
-    assert _run(script, env) == {"numba": False}                   # a cold cache: nothing to start early
+    env = dict(os.environ, MIXNET_CACHE_DIR=str(kernels), MIXNET_COMPILE_BACKGROUND="1")
+    assert _run(script, env) == {"numba": False}
