@@ -49,7 +49,7 @@ from . import cache
 _ndarray = np.ndarray
 
 FORMAT = 1
-MODULES = ("_numba_kernels", "_epilogue_kernels", "_rnn_kernels")      # precompile.EAGER_MODULES
+MODULES = ("_numba_kernels", "_epilogue_kernels", "_rnn_kernels")      # the eager loop modules (ops/)
 _OPS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ops")
 _APPROX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "approx.py")
 # A scalar argument's Numba type -> the Python and numpy types Numba's typeof maps to it

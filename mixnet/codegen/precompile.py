@@ -45,14 +45,14 @@ import threading
 import time
 
 from .._atomic import write_atomic
-from . import cache
+from . import cache, native_loops
 
 __all__ = ["compile_elsewhere", "is_cached", "compile_eager_elsewhere", "eager_is_cached", "export_native_elsewhere"]
 
 _ONE_CHILD = threading.Lock()
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _EAGER_DIR = os.path.join(_PACKAGE_ROOT, "mixnet", "ops")
-EAGER_MODULES = ("_numba_kernels", "_epilogue_kernels", "_rnn_kernels")      # in _EAGER_DIR, compiled and checked together
+EAGER_MODULES = native_loops.MODULES         # in _EAGER_DIR, compiled, checked and exported together
 _DTYPES = ("float32", "float64")
 _VARIANTS = ("serial", "parallel")
 _KERNEL_NAME = re.compile(r"mx_[0-9a-f]{16}")
@@ -99,8 +99,6 @@ def export_native_elsewhere(dtypes):
     """In a daemon thread, a child that exports `dtypes`' loops for loading without Numba (native_loops.export)
     where they are compiled into Numba's cache but not exported yet: for the next process, as this one has
     loaded them through Numba already."""
-    from . import native_loops  # lazy: llvmlite, only once loops load
-
     def pending():
         return [{"native": d} for d in dtypes if d in _DTYPES and eager_is_cached(d)
                 and not native_loops.is_exported(d)]
@@ -270,7 +268,6 @@ def _main(argument):
                 kernels.warm_up(job["eager"])
                 _write_eager_marker(job["eager"], kernels)
         if "eager" in job or "native" in job:      # the loops just compiled are exported as they are (~1 s)
-            from . import native_loops  # lazy: the exporting child only
             try:
                 native_loops.export(job.get("eager") or job["native"])
             except Exception:      # noqa: BLE001, S110 - no export: the next process loads through Numba, as before
