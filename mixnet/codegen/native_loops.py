@@ -75,7 +75,7 @@ def key(dtype):
         with open(path, "rb") as f:
             digest.update(f.read())
     return {"format": FORMAT, "dtype": dtype, "sources": digest.hexdigest(),
-            "numba": importlib.metadata.version("numba"), "llvmlite": importlib.metadata.version("llvmlite"),
+            "numba": cache.installed_version("numba"), "llvmlite": cache.installed_version("llvmlite"),
             "python": sys.implementation.cache_tag, "cpu": ll.get_host_cpu_name(),
             "features": ll.get_host_cpu_features().flatten()}
 

@@ -186,7 +186,7 @@ _APPROX = None
 
 def _eager_stamp(module):
     st = os.stat(os.path.join(_EAGER_DIR, module + ".py"))
-    return {"source": [st.st_mtime_ns, st.st_size], "numba": importlib.metadata.version("numba"),
+    return {"source": [st.st_mtime_ns, st.st_size], "numba": cache.installed_version("numba"),
             "python": sys.implementation.cache_tag, "approx": _approx_fingerprint()}
 
 
