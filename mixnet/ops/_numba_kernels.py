@@ -503,6 +503,55 @@ def softmax_backward(y, g, scale, log, dx):
                 dr[i] = yr[i] * (gr[i] - s) * sc
 
 
+_INT64_LOW = -9223372036854775808
+
+
+@njit(**_NORM_JIT)
+def _class_position(v, n, clip):
+    """The class a label value names in a row of n, as pick's index does: truncated toward zero (a label that no
+    int64 holds, NaN included, becomes the lowest int64, as numpy's astype gives on this CPU), then clipped into
+    [0, n) or wrapped (Python's modulo, as np.mod)."""
+    w = np.float64(v)
+    k = _INT64_LOW if not (-9.223372036854775808e18 <= w < 9.223372036854775808e18) else np.int64(w)
+    if clip:
+        return min(max(k, 0), n - 1)
+    return k % n
+
+
+@njit(**_NORM_JIT)
+def log_softmax_pick(x, label, one, clip, logp, picked):
+    """A classifier's loss in one call: logp = log_softmax of each row of the (A, D) x (softmax_forward's own
+    loop, so the same values) and picked[a] = logp[a, class of label[a]] (_class_position)."""
+    softmax_forward(x, one, one, True, logp)
+    d_ = x.shape[1]
+    for a in range(x.shape[0]):
+        picked[a] = logp[a, _class_position(label[a], d_, clip)]
+
+
+@njit(**_NORM_JIT)
+def log_softmax_pick_backward(y, label, g, clip, dx):
+    """The gradient of log_softmax_pick's picked value: dx[a] = (G[a] - exp(y[a]) * sum(G[a])) with G[a] zero
+    but g[a] at the picked class, that is log_softmax's backward (softmax_backward, scale 1) of pick's scattered
+    gradient, with the same float operations (a row sum of one nonzero is that value; 0.0 when it is -0.0)."""
+    a_, d_ = y.shape
+    sc = _narrow(1.0, y)
+    zero = _narrow(0.0, y)
+    yf = y.reshape(-1)
+    df = dx.reshape(-1)
+    step = max(1, _BLOCK // d_)
+    for a0 in range(0, a_, step):
+        a1 = min(a0 + step, a_)
+        _exp_into(yf[a0 * d_:a1 * d_], df[a0 * d_:a1 * d_])
+        for a in range(a0, a1):
+            k = _class_position(label[a], d_, clip)
+            ga = g[a]
+            s = _narrow(0.0 + ga, y)
+            dr = dx[a]
+            for i in range(d_):
+                gi = ga if i == k else zero
+                dr[i] = (gi - dr[i] * s) * sc
+
+
 @njit(**_NORM_JIT)
 def layernorm_forward(x, gamma, beta, eps, out, mean, std):
     """LayerNorm over the rows of the (A, D) arrays: out = (x - mean) / std * gamma + beta, std = sqrt(var +
@@ -673,6 +722,10 @@ def warm_up(dtype):
     for log in (False, True):
         softmax_forward(rows, dt.type(1), dt.type(1), log, np.empty_like(rows))
         softmax_backward(rows, rows, 1.0, log, np.empty_like(rows))
+    labels = np.zeros(2, dt)
+    for clip in (True, False):
+        log_softmax_pick(rows, labels, dt.type(1), clip, np.empty_like(rows), np.empty(2, dt))
+        log_softmax_pick_backward(rows, labels, labels, clip, np.empty_like(rows))
     vec = np.ones(3, dt)
     layernorm_forward(rows, vec, vec, 1e-5, np.empty_like(rows), np.empty(2, dt), np.empty(2, dt))
     layernorm_backward(rows, rows, vec, vec[:2], vec[:2], 1e-5, np.empty_like(rows), np.empty_like(vec),

@@ -1,4 +1,4 @@
-"""GEMM epilogues: the hidden ops that symbol/epilogue.py puts into compiled graphs.
+"""GEMM epilogues and the fused loss: the hidden ops that symbol/epilogue.py puts into compiled graphs.
 
 * `_fc_epilogue(data, weight[, bias], act_type=...)` = Activation(FullyConnected(...)): BLAS writes the GEMM
   into the output (or the planned out= buffer), then ONE pass adds the bias and applies the activation in place
@@ -9,7 +9,12 @@
   `data` is what the activation's backward rule reads: its output for relu, sigmoid and tanh, its input for
   softrelu (READS_INPUT). symbol/epilogue.py finds the backward by what the rule itself traces to.
 
-Both are ordinary registry ops (tests are generated from their declarations) with gradient rules written with
+* `_log_softmax_pick(data, index)` -> (pick(logp, index, axis=-1), logp) with logp = log_softmax(data) on (rows,
+  classes) data, and `_log_softmax_pick_bwd(logp, index, grad)`, the gradient of the picked value: a classifier's
+  loss and its backward, one Numba loop each (`_numba_kernels.log_softmax_pick*`, the same float operations as the
+  two ops' loops), and the two ops' own kernels otherwise.
+
+All are ordinary registry ops (tests are generated from their declarations) with gradient rules written with
 mixnet ops, though graph-mode autodiff runs before the pass and never meets them.
 """
 from types import SimpleNamespace
@@ -21,6 +26,7 @@ from .attrs import Attr, REQUIRED, choice, parse_bool, parse_int, parse_shape
 from .common import call, into, run_ops
 from .nn_act import _g_activation, _k_activation, _ref_activation
 from .nn_conv import _g_fc, _infer_fc, _k_fc, _ref_fc
+from . import registry
 from .registry import OpDef, OpTest, register
 
 ACTS = ("relu", "sigmoid", "tanh", "softrelu")
@@ -153,3 +159,118 @@ register(OpDef(
         (((2, 3, 5), (2, 3, 5)), {"act_type": act, "shape": (5,)})))),
     doc="An activation's backward and its sum over the leading axes (a bias gradient) in one pass (placed by "
         "the epilogue graph pass)."))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a classifier's loss: pick(log_softmax(data)) over the classes of (rows, classes) data, and its backward
+def _check_rows(op, data_shape, index_shape):
+    if len(data_shape) != 2 or tuple(index_shape) not in ((data_shape[0],), (data_shape[0], 1)):
+        raise ValueError(f"{op} needs (rows, classes) data and a (rows,) or (rows, 1) index, got shapes "
+                         f"{tuple(data_shape)} and {tuple(index_shape)}")
+
+
+def _flat(a):
+    return (a if a.flags.c_contiguous else np.ascontiguousarray(a)).reshape(-1)
+
+
+def _k_log_softmax_pick(xp, data, index, *, keepdims, mode):
+    _check_rows("_log_softmax_pick", data.shape, index.shape)
+    nk = _fastpath.numba_kernels(xp, data, index) if data.size else None
+    if nk is not None and data.flags.c_contiguous:
+        logp, picked = np.empty(data.shape, data.dtype), np.empty(data.shape[0], data.dtype)
+        nk.log_softmax_pick(data, _flat(index), data.dtype.type(1), mode == "clip", logp, picked)
+        return (picked.reshape(-1, 1) if keepdims else picked), logp
+    # the two ops' own kernels, one after the other
+    logp = registry.get("log_softmax").kernel(xp, data, axis=-1, temperature=None, dtype=None, use_length=False)
+    return registry.get("pick").kernel(xp, logp, index, axis=-1, keepdims=keepdims, mode=mode), logp
+
+
+def _infer_log_softmax_pick(shapes, dtypes, keepdims, mode):
+    _check_rows("_log_softmax_pick", shapes[0], shapes[1])
+    rows = shapes[0][0]
+    return [(rows, 1) if keepdims else (rows,), tuple(shapes[0])], [np.dtype(dtypes[0])] * 2
+
+
+def _scattered(h_picked, index, shape, mode):
+    """pick's gradient: h_picked at each row's picked class of a (rows, classes) zero array."""
+    rows = shape[0]
+    return call("_put_along_axis_add", call("Reshape", h_picked, shape=(rows, 1)),
+                call("Reshape", index, shape=(rows, 1)), shape=tuple(shape), axis=1, mode=mode)
+
+
+def _g_log_softmax_pick(c, h_picked, h_logp):
+    data, index = c.inputs
+    total = call("elemwise_add", _scattered(h_picked, index, data.shape, c.attrs["mode"]), h_logp)
+    return call("_log_softmax_bwd", c.outputs[1], total, axis=1, temperature=None), None
+
+
+def _ref_log_softmax_pick(data, index, keepdims, mode):
+    wide = data.astype(np.float64)
+    shifted = wide - wide.max(axis=1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    n = data.shape[1]
+    k = index.reshape(-1).astype(np.int64)
+    k = np.clip(k, 0, n - 1) if mode == "clip" else np.mod(k, n)
+    picked = logp[np.arange(data.shape[0]), k]
+    return (picked.reshape(-1, 1) if keepdims else picked), logp
+
+
+_PICK_MODE = choice("clip", "wrap")
+
+register(OpDef(
+    name="_log_softmax_pick", fast="_numba_kernels.log_softmax_pick",
+    kernel=_k_log_softmax_pick, inputs=("data", "index"), nondiff_inputs=(1,), num_outputs=2, hidden=True,
+    attrs={"keepdims": Attr(parse_bool, False), "mode": Attr(_PICK_MODE, "clip")},
+    infer=_infer_log_softmax_pick, grad=_g_log_softmax_pick,
+    test=OpTest(ref=_ref_log_softmax_pick, int_inputs={1: (-1, 5)}, cases=(
+        (((3, 4), (3,)), {}), (((5, 4), (5, 1)), {"keepdims": True, "mode": "wrap"}),
+        (((2, 70), (2,)), {"keepdims": True}))),
+    doc="(pick(logp, index, axis=-1), logp) with logp = log_softmax(data, axis=-1) on (rows, classes) data: a "
+        "classifier's loss in one node (placed by the epilogue graph pass)."))
+
+
+def _k_log_softmax_pick_bwd(xp, logp, index, grad, *, mode):
+    _check_rows("_log_softmax_pick_bwd", logp.shape, index.shape)
+    rows = logp.shape[0]
+    if grad.size != rows:
+        raise ValueError(f"_log_softmax_pick_bwd: gradient shape {tuple(grad.shape)} has not one value per row of "
+                         f"{tuple(logp.shape)}")
+    nk = _fastpath.numba_kernels(xp, logp, index, grad) if logp.size else None
+    if nk is not None and logp.flags.c_contiguous:
+        dx = np.empty(logp.shape, logp.dtype)
+        nk.log_softmax_pick_backward(logp, _flat(index), _flat(grad), mode == "clip", dx)
+        return dx
+    # the two ops' own kernels: pick's gradient scattered, then log_softmax's backward
+    scattered = registry.get("_put_along_axis_add").kernel(xp, grad.reshape(rows, 1), index.reshape(rows, 1),
+                                                           shape=tuple(logp.shape), axis=1, mode=mode)
+    return registry.get("_log_softmax_bwd").kernel(xp, logp, scattered, axis=1, temperature=None)
+
+
+def _g_log_softmax_pick_bwd(c, h):
+    logp, index, grad = c.inputs
+    rows = logp.shape[0]
+    e = call("exp", logp)
+    column = call("Reshape", grad, shape=(rows, 1))
+    d_logp = call("negative", call("broadcast_mul", h * e, column))
+    d_grad = call("pick", h, index, axis=1, mode=c.attrs["mode"]) - call("sum", h * e, axis=1)
+    return d_logp, None, call("Reshape", d_grad, shape=tuple(grad.shape))
+
+
+def _ref_log_softmax_pick_bwd(logp, index, grad, mode):
+    rows, n = logp.shape
+    k = index.reshape(-1).astype(np.int64)
+    k = np.clip(k, 0, n - 1) if mode == "clip" else np.mod(k, n)
+    scattered = np.zeros(logp.shape)
+    scattered[np.arange(rows), k] = grad.reshape(-1)
+    return scattered - np.exp(logp.astype(np.float64)) * scattered.sum(axis=1, keepdims=True)
+
+
+register(OpDef(
+    name="_log_softmax_pick_bwd", fast="_numba_kernels.log_softmax_pick_backward",
+    kernel=_k_log_softmax_pick_bwd, inputs=("logp", "index", "grad"), nondiff_inputs=(1,), hidden=True,
+    attrs={"mode": Attr(_PICK_MODE, "clip")},
+    infer=lambda shapes, dtypes, mode: ([tuple(shapes[0])], [np.dtype(dtypes[0])]), grad=_g_log_softmax_pick_bwd,
+    test=OpTest(ref=_ref_log_softmax_pick_bwd, domain=(-3.0, -0.1), int_inputs={1: (-1, 5)}, grad2=False, cases=(
+        (((3, 4), (3,), (3,)), {}), (((5, 4), (5, 1), (5, 1)), {"mode": "wrap"}), (((2, 70), (2,), (2, 1)), {}))),
+    doc="_log_softmax_pick's backward for its picked output: log_softmax's backward of pick's gradient, given "
+        "logp and the incoming gradient (placed by the epilogue graph pass)."))

@@ -1,4 +1,5 @@
-"""The epilogue pass: fuses the elementwise work around a Dense layer's GEMMs into single nodes of a compiled graph.
+"""The epilogue pass: fuses the elementwise work around a Dense layer's GEMMs, and a classifier's loss, into single
+nodes of a compiled graph.
 
 * Forward: `act(FullyConnected(x, w[, b]))` -> `_fc_epilogue(x, w[, b], act_type=...)` (ops/nn_epilogue.py): the
   GEMM writes the output, then one pass adds the bias and applies the activation in place. Only when the
@@ -10,6 +11,12 @@
   to (`_backward_pattern`: graph-mode autodiff of a one-node graph, as it traces the rule into every backward
   graph), so a rule rewritten in another form is matched in its new form; the inner nodes must have no other
   readers.
+
+* A classifier's loss: `pick(log_softmax(x), label)` over the classes of 2-d float x (what
+  SoftmaxCrossEntropyLoss traces to) -> `_log_softmax_pick(x, label)` with outputs (picked, logp), one loop; its
+  other readers (the backward's saved value) read logp. Its backward, `_log_softmax_bwd(logp, scatter of pick's
+  head gradient)`, is recognised as the rules of pick and log_softmax themselves trace it (`_loss_pattern`) and
+  becomes `_log_softmax_pick_bwd(logp, label, g)`, one loop, no scattered (rows, classes) array in between.
 
 Activations: Activation(act_type relu/sigmoid/tanh/softrelu) and the relu/sigmoid/tanh ops. The pass runs after
 CSE and before elementwise fusion in every hybridized plan (compiler/pipeline.py), unless MIXNET_EPILOGUE=0.
@@ -87,7 +94,7 @@ def epilogue(symbol, shapes=None, dtypes=None):
     shapes/dtypes: {input name: shape/dtype} of an untyped graph, to check that a reduction sums exactly the
     leading axes (a typed graph's nodes carry their types)."""
     nodes = topo_order(symbol._outputs)
-    if not any(_is(n, "_sum_to") for n in nodes):         # only the backward match needs shapes
+    if not any(_is(n, "_sum_to", "pick", "_log_softmax_bwd") for n in nodes):    # only these matches need shapes
         eshape, edtype = {}, {}
     elif shapes is None:
         eshape, edtype = graph_types(symbol._outputs)
@@ -105,6 +112,7 @@ def epilogue(symbol, shapes=None, dtypes=None):
                 and all(id(r) in allowed for r in readers.get((id(node), 0), ())))
 
     forward, backward, sums, patterns = {}, {}, {}, {}
+    loss_of, loss_picks, loss_backward = {}, {}, {}      # log_softmax -> its pick; pick -> fused; bwd root -> match
     for node in nodes:
         act = _forward_act(node) if node.op is not None else None
         if act is not None:
@@ -115,6 +123,14 @@ def epilogue(symbol, shapes=None, dtypes=None):
             match = _bias_sum(node, eshape, edtype, only_read_by, patterns)
             if match is not None and id(match[0]) not in backward:
                 backward[id(match[0])] = (node,) + match[1:]
+        if _is(node, "pick"):
+            lsm = _log_softmax_picked(node, eshape, edtype, readers)
+            if lsm is not None:
+                loss_of[id(lsm)] = node
+        if _is(node, "_log_softmax_bwd"):
+            match = _log_softmax_pick_backward(node, eshape, edtype, only_read_by, patterns)
+            if match is not None:
+                loss_backward[id(node)] = match
 
     def fold(node, inputs):
         if id(node) in forward:
@@ -134,6 +150,23 @@ def epilogue(symbol, shapes=None, dtypes=None):
             return [(fused, 0)]
         if id(node) in sums:
             return [(sums[id(node)], 1)]
+        if id(node) in loss_of:                   # the log_softmax; its pick comes later, reading output 0
+            pick = loss_of[id(node)]
+            fused = Node(registry.get("_log_softmax_pick"), pick.name,
+                         {"keepdims": pick.attrs["keepdims"], "mode": pick.attrs["mode"]}, {},
+                         [node.inputs[0], pick.inputs[1]], pick.location)
+            if node.types is not None and pick.types is not None:
+                fused.types = (pick.types[0], node.types[0])
+            loss_picks[id(pick)] = fused
+            return [(fused, 1)]
+        if id(node) in loss_picks:
+            return [(loss_picks[id(node)], 0)]
+        if id(node) in loss_backward:
+            logp, index, grad, mode = loss_backward[id(node)]
+            fused = Node(registry.get("_log_softmax_pick_bwd"), node.name, {"mode": mode}, {},
+                         [logp, index, grad], node.location)
+            fused.types = node.types
+            return [(fused, 0)]
         return None
 
     return Symbol(rewrite(symbol._outputs, fold))
@@ -169,3 +202,84 @@ def _bias_sum(reduce, eshape, edtype, only_read_by, patterns):
     if not all(only_read_by(m, inside) for m in inner):
         return None
     return src, act, g, d
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a classifier's loss: pick(log_softmax(x)) -> _log_softmax_pick, and its backward -> _log_softmax_pick_bwd
+def _rows_and_classes(entry, eshape, edtype):
+    """(shape, dtype) of a 2-d float entry, else None."""
+    shape, dtype = eshape.get(entry), edtype.get(entry)
+    if shape is None or len(shape) != 2 or dtype is None or dtype.kind != "f":
+        return None
+    return tuple(shape), dtype
+
+
+def _log_softmax_picked(pick, eshape, edtype, readers):
+    """The log_softmax node when the pick node takes one class per row of log_softmax(x) over the last axis of 2-d
+    float data x, and is that log_softmax's only pick (its other readers, saved values, read the fused node's
+    logp); else None."""
+    lsm, index = pick.inputs[0]
+    if index != 0 or not _is(lsm, "log_softmax") or len(lsm.inputs) != 1:
+        return None
+    a = lsm.attrs
+    if a.get("temperature") is not None or a.get("dtype") is not None or a.get("use_length"):
+        return None
+    typed = _rows_and_classes((id(lsm), 0), eshape, edtype)
+    if typed is None or a.get("axis", -1) % 2 != 1 or pick.attrs.get("axis") is None or pick.attrs["axis"] % 2 != 1:
+        return None
+    (rows, _), _ = typed
+    label = pick.inputs[1]
+    if eshape.get((id(label[0]), label[1])) not in ((rows,), (rows, 1)):
+        return None
+    if sum(1 for r in readers.get((id(lsm), 0), ()) if _is(r, "pick")) != 1:
+        return None
+    return lsm
+
+
+def _loss_pattern(shape, dtype, index_shape, index_dtype, keepdims, mode):
+    """(dx, g, logp, index) entries of the graph that the gradient rules of pick(log_softmax(x)) trace to: dx
+    computed from pick's head gradient g, log_softmax's output logp and the index."""
+    x, label = Node(None, "x"), Node(None, "label")
+    lsm = Node(registry.get("log_softmax"), "lsm", {"axis": -1, "temperature": None, "dtype": None,
+                                                    "use_length": False}, {}, [(x, 0)])
+    pick = Node(registry.get("pick"), "pick", {"axis": -1, "keepdims": keepdims, "mode": mode}, {},
+                [(lsm, 0), (label, 0)])
+    x.types = lsm.types = ((shape, dtype),)
+    label.types = ((index_shape, index_dtype),)
+    pick.types = (((shape[0], 1) if keepdims else (shape[0],), dtype),)
+    (dx,), heads = gradient(Symbol([(pick, 0)]), ["x"], is_train=True)
+    return dx, (heads[0], 0), (lsm, 0), (label, 0)
+
+
+def _log_softmax_pick_backward(node, eshape, edtype, only_read_by, patterns):
+    """(logp, index, grad entries, mode) when the `_log_softmax_bwd` node computes the gradient that the rules of
+    pick(log_softmax(x)) trace to (the pattern derived from the rules themselves, _loss_pattern), else None."""
+    typed = _rows_and_classes((id(node), 0), eshape, edtype)
+    scatter = node.inputs[1][0]
+    if typed is None or not _is(scatter, "_put_along_axis_add") or scatter.attrs.get("mode") not in ("clip", "wrap"):
+        return None
+    shape, dtype = typed
+    # the index and head gradient reach the scatter through Reshapes in the rules as they are written; their
+    # shapes key the pattern, which is then matched whole
+    leaves = []
+    for src, index in scatter.inputs:
+        while _is(src, "Reshape"):
+            src, index = src.inputs[0]
+        leaves.append((id(src), index))
+    grad_shape, index_shape = eshape.get(leaves[0]), eshape.get(leaves[1])
+    if index_shape not in ((shape[0],), (shape[0], 1)) or grad_shape not in ((shape[0],), (shape[0], 1)):
+        return None
+    key = ("loss", shape, dtype, index_shape, edtype.get(leaves[1]), grad_shape, scatter.attrs["mode"])
+    if key not in patterns:
+        patterns[key] = _loss_pattern(shape, dtype, index_shape, edtype.get(leaves[1]), len(grad_shape) == 2,
+                                      scatter.attrs["mode"])
+    (root, index), g, logp, label = patterns[key]
+    bound, matched = {(id(g[0]), g[1]): None, (id(logp[0]), logp[1]): None, (id(label[0]), label[1]): None}, {}
+    if root.op is None or not _match((root, index), (node, 0), bound, matched):
+        return None
+    inner = [n for n in matched.values() if n is not node]
+    inside = {id(node)} | {id(m) for m in inner}
+    if not all(only_read_by(m, inside) for m in inner):
+        return None
+    found = [bound[(id(e[0]), e[1])] for e in (logp, label, g)]
+    return (*found, scatter.attrs["mode"])

@@ -197,7 +197,8 @@ def test_training_starts_generic_and_switches_with_the_same_losses(fresh):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_warm_up_covers_the_signatures_real_calls_use(dtype, monkeypatch):
     """Every argument-type tuple the fast paths pass to a loop in training (2-D and 1-D convolutions, max pooling,
-    ReLU, SGD with and without momentum and weight decay) is one warm_up passes, so the child compiles all that a
+    ReLU, SGD with and without momentum and weight decay, a hybridized softmax cross-entropy loss) is one warm_up
+    passes, so the child compiles all that a
     training loop then needs."""
     import numba
     seen = {}
@@ -228,7 +229,16 @@ def test_warm_up_covers_the_signatures_real_calls_use(dtype, monkeypatch):
                 loss = net(x).sum()
             loss.backward()
             trainer.step(2)
-    assert {"im2col", "col2im", "max_pool_backward", "relu_backward", "sgd_update", "sgd_mom_update"} <= set(seen)
+    dense, loss_fn = nn.Dense(3, in_units=4), mx.gluon.loss.SoftmaxCrossEntropyLoss()    # the fused loss
+    dense.initialize()
+    dense.cast(dtype)
+    loss_fn.hybridize()
+    for label in (np.array([0, 2]), np.array([[1], [0]])):
+        with mx.autograd.record():
+            loss = loss_fn(dense(mx.nd.ones((2, 4), dtype=dtype)), mx.nd.array(label, dtype=dtype))
+        loss.backward()
+    assert {"im2col", "col2im", "max_pool_backward", "relu_backward", "sgd_update", "sgd_mom_update",
+            "log_softmax_pick", "log_softmax_pick_backward"} <= set(seen)
     for name, types in seen.items():
         assert types <= warm[name], (name, types - warm[name])
 
