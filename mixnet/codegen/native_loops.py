@@ -8,7 +8,8 @@ machine code and three of Numba's C extensions, not Numba itself. So:
 * `export(dtype)` runs in the child that compiles the loops (codegen/precompile.py), right after, and in a child
   that a process starts once it has loaded the loops through Numba without finding an export; it has Numba.
   Each loop module's `warm_up(dtype)` compiles (or loads) the overloads the fast paths call. Each one's object
-  code (what Numba writes to its cache; one loaded from that cache is compiled once more in memory) is written
+  code (what Numba writes to its cache, or, for one loaded from that cache, the object code the cache held,
+  kept as Numba loads it: `_keep_cached_objects`; ~0.6 s for all, where compiling them again took ~14 s) is written
   under `<kernel cache>/native-loops/<dtype>/`, with
   Numba's runtime functions (nrt.o) and an index.json: per overload its module, loop, argument types, object
   file and sha256, and the names of its CPython wrapper and environment global. The index carries a key: the loop
@@ -122,6 +123,7 @@ def export(dtype):
     from numba.core.dispatcher import Dispatcher
     from numba.core.registry import cpu_target
     from numba.core.runtime import rtsys
+    cached_objects = _keep_cached_objects()      # before the warm-ups load anything from Numba's cache
     modules = [importlib.import_module(f"mixnet.ops.{name}") for name in MODULES]
     for module in modules:
         module.warm_up(dtype)
@@ -149,9 +151,14 @@ def export(dtype):
                     if None in args or not _of_dtype(args, dtype):
                         continue
                     compiled = dispatcher.overloads[signature]
+                    kept = cached_objects.get(id(compiled.library))
                     try:                    # what Numba writes to its cache: there when this process compiled it
                         data = compiled.library._get_compiled_object()
-                    except (RuntimeError, ValueError):      # loaded from Numba's cache: compile it again here
+                    except (RuntimeError, ValueError):
+                        data = None
+                    if data is None and kept is not None and kept[0] is compiled.library:
+                        data = kept[1]                      # loaded from Numba's cache: the object code it held
+                    if data is None:                        # neither: compile it again here
                         fresh = numba.njit(**options)(dispatcher.py_func)
                         fresh.compile(signature)
                         compiled = fresh.overloads[signature]
@@ -172,6 +179,31 @@ def export(dtype):
         os.replace(work, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _keep_cached_objects():
+    """{id(library): (library, object code)} for each code library Numba loads from its cache from now on in this
+    process (the exporting child). Numba hands a cached library's object code to its JIT engine and keeps no copy
+    (CPUCodeLibrary._unserialize), so without this an overload loaded from the cache would be compiled again: ~14 s
+    for all the loops, which a child that exits with its parent seldom has after a short script. Numba's private
+    API: where it is not as expected, nothing is kept and those overloads compile again."""
+    from numba.core.codegen import CPUCodeLibrary
+    original = CPUCodeLibrary.__dict__.get("_unserialize")
+    if not isinstance(original, classmethod):
+        return {}
+    if getattr(original.__func__, "_mixnet_keeps", None) is not None:     # an earlier export in this process
+        return original.__func__._mixnet_keeps
+    kept, unserialize = {}, original.__func__
+
+    def keeping(cls, codegen, state):
+        library = unserialize(cls, codegen, state)
+        if isinstance(state, tuple) and len(state) == 3 and state[1] == "object" and isinstance(state[2], tuple) \
+                and isinstance(state[2][0], bytes):
+            kept[id(library)] = (library, state[2][0])
+        return library
+    keeping._mixnet_keeps = kept
+    CPUCodeLibrary._unserialize = classmethod(keeping)
+    return kept
 
 
 def _of_dtype(args, dtype):

@@ -215,6 +215,45 @@ def test_the_exporting_child_writes_an_export_a_process_loads(tmp_path):
     finally:
         cache.set_cache_dir(previous)
     assert loaded is not None and isinstance(loaded["_numba_kernels"].softmax_forward, native_loops.NativeLoop)
+    # Numba's cache is warm now: exporting again (the export gone) takes the object code the cache loads hold, and
+    # compiles nothing (an export that recompiled took ~14 s, more than a short script's child lives)
+    shutil.rmtree(tmp_path / "kernels" / "native-loops")
+    again = subprocess.run([sys.executable, "-c", EXPORT_COUNTING_COMPILES, str(tmp_path / "kernels")], env=env,
+                           capture_output=True, text=True, timeout=300, check=False)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stdout.split()[-2:] == ["compiles", "0"], again.stdout
+    previous = cache.set_cache_dir(tmp_path / "kernels")
+    try:
+        assert native_loops.load(["float32"]) is not None
+    finally:
+        cache.set_cache_dir(previous)
+
+
+EXPORT_COUNTING_COMPILES = """
+import sys
+import numba
+from mixnet.codegen import cache, native_loops
+import mixnet.ops._numba_kernels, mixnet.ops._epilogue_kernels, mixnet.ops._rnn_kernels
+compiles = []
+real_njit = numba.njit
+
+
+def counting_njit(*args, **kwargs):     # counts mixnet's loops compiled again (Numba's own modules use njit too)
+    if args:
+        return real_njit(*args, **kwargs)
+
+    def decorate(function):
+        if function.__module__.startswith("mixnet.ops."):
+            compiles.append(function.__name__)
+        return real_njit(**kwargs)(function)
+    return decorate
+
+
+numba.njit = counting_njit
+cache.set_cache_dir(sys.argv[1])
+native_loops.export("float32")
+print("compiles", len(compiles))
+"""
 
 
 def test_an_export_in_a_directory_others_can_write_is_not_loaded(tmp_path, exported):
