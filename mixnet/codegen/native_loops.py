@@ -293,8 +293,7 @@ def load(dtypes):
                 overload["wrapper"]), environment, (engine, machine))
             loop = loops.setdefault((overload["module"], overload["loop"]),
                                     NativeLoop(overload["module"], overload["loop"]))
-            for argument_key in _argument_keys(overload["args"]):
-                loop.table[argument_key] = function
+            loop.table[_argument_key(overload["args"])] = function
         namespaces = {name: types.SimpleNamespace(**{k: tuple(v) for k, v in first["constants"][name].items()})
                       for name in MODULES}
         for (module_name, loop_name), loop in loops.items():
@@ -316,20 +315,33 @@ def _read(path, entry):
 # Fortran-contiguous, else 'A'), alignment and writeability
 _C, _F, _ALIGNED, _WRITEABLE = 0x1, 0x2, 0x100, 0x400
 _FLAGS = _C | _F | _ALIGNED | _WRITEABLE
-_LAYOUT_BITS = {"C": (_C, _C | _F), "F": (_F,), "A": (0,)}
+_LAYOUT_BIT = {"C": _C, "F": _F, "A": 0}
+# a scalar type -> the one that stands for every type Numba types alike (the first of its _SCALARS entry)
+_CANONICAL_SCALAR = {t: types[0] for types in _SCALARS.values() for t in types}
 
 
-def _argument_keys(args):
-    """Every tuple of `_key_of` values that Numba's typeof maps to these argument types."""
-    keys = [()]
+def _argument_key(args):
+    """The canonical `_key_of` tuple of these argument types (`_canonical` of each element). Only this one goes
+    into a loop's table when it loads: listing every key that Numba types alike (1-d arrays are C and F at once,
+    float and np.float64 are both float64, ...) made thousands for a loop of many scalars (~7 ms of the load)."""
+    key = []
     for a in args:
         if "array" in a:
             rest = (_ALIGNED if a["aligned"] else 0) | (_WRITEABLE if a["writeable"] else 0)
-            options = [(np.dtype(a["array"]), a["ndim"], bits | rest) for bits in _LAYOUT_BITS[a["layout"]]]
+            key.append((np.dtype(a["array"]), a["ndim"], _LAYOUT_BIT[a["layout"]] | rest))
         else:
-            options = list(_SCALARS[a["scalar"]])
-        keys = [k + (o,) for k in keys for o in options]
-    return keys
+            key.append(_SCALARS[a["scalar"]][0])
+    return tuple(key)
+
+
+def _canonical(element):
+    """The canonical form of one `_key_of` value: an array's layout bit as Numba's typeof decides it (C when
+    C-contiguous, else F when Fortran-contiguous, else none), a scalar's type as _CANONICAL_SCALAR maps it."""
+    if type(element) is tuple:
+        dtype, ndim, bits = element
+        layout = _C if bits & _C else (_F if bits & _F else 0)
+        return dtype, ndim, layout | (bits & (_ALIGNED | _WRITEABLE))
+    return _CANONICAL_SCALAR.get(element, element)
 
 
 def _key_of(value):
@@ -351,11 +363,26 @@ class NativeLoop:
 
     def __call__(self, *args):
         # _key_of of every argument, in line: this runs on every loop call
-        function = self.table.get(tuple([(a.dtype, a.ndim, a.flags.num & _FLAGS) if type(a) is _ndarray
-                                         else type(a) for a in args]))
+        key = tuple([(a.dtype, a.ndim, a.flags.num & _FLAGS) if type(a) is _ndarray else type(a) for a in args])
+        function = self.table.get(key)
         if function is None:
-            return self.dispatcher()(*args)
+            function = self._resolve(key)
+            if function is None:
+                return self.dispatcher()(*args)
         return function(*args)
+
+    def _resolve(self, key):
+        """The overload for argument types first seen now: looked up by their canonical key and remembered under
+        this key too, so that the next call with these types finds it at once."""
+        function = self.table.get(tuple(map(_canonical, key)))
+        if function is not None:
+            self.table[key] = function
+        return function
+
+    def overload_for(self, args):
+        """The loaded overload these arguments would call, or None (they would go to Numba)."""
+        key = tuple(map(_key_of, args))
+        return self.table.get(key) or self._resolve(key)
 
     def dispatcher(self):
         if self._dispatcher is None:

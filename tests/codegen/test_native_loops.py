@@ -79,13 +79,29 @@ def test_every_warm_up_call_runs_loaded_code_and_matches_numba(in_cache, monkeyp
         for a, b in zip(args, before):
             if isinstance(a, np.ndarray):
                 a.flags.writeable = b.flags.writeable
-        assert loop.table.get(tuple(map(native_loops._key_of, args))) is not None, f"{name}: no loaded overload"
+        assert loop.overload_for(args) is not None, f"{name}: no loaded overload"
         result = loop(*args)
         assert repr(result) == repr(numba_result), name
         for a, expected in zip(args, numba_after):
             if isinstance(a, np.ndarray):
                 np.testing.assert_array_equal(a, expected, err_msg=name)      # bit for bit (NaN == NaN)
     assert loaded["_epilogue_kernels"].BACKWARD_KINDS == _epilogue_kernels.BACKWARD_KINDS
+
+
+def test_types_numba_types_alike_reach_one_overload(in_cache):
+    """Only each overload's canonical key is loaded: a Python float and np.float64, a bool and np.bool_, a 1-d array
+    (C and F at once) and a 2-d one reach it through the canonical form, and the key seen is remembered."""
+    softmax_backward = native_loops.load(["float32"])["_numba_kernels"].softmax_backward
+    rows = np.ones((2, 3), np.float32)
+    assert len(softmax_backward.table) == 1
+    plain = softmax_backward.overload_for((rows, rows, 1.0, True, rows.copy()))
+    numpy_scalars = softmax_backward.overload_for((rows, rows, np.float64(1.0), np.bool_(True), rows.copy()))
+    assert plain is not None and numpy_scalars is plain and len(softmax_backward.table) == 2
+    sgd = native_loops.load(["float32"])["_numba_kernels"].sgd_update
+    flat, half = np.ones(4, np.float32), np.float32(0.5)
+    assert (flat.flags.num & native_loops._FLAGS) & 0x3 == 0x3           # 1-d: C- and F-contiguous both
+    assert sgd.overload_for((flat, flat, half, half)) is not None
+    assert sgd.overload_for((flat, flat, 0.5, half)) is None            # a float64 scale: no float32 overload
 
 
 def test_types_without_an_overload_go_to_numba(in_cache):
@@ -96,7 +112,7 @@ def test_types_without_an_overload_go_to_numba(in_cache):
             (rng.standard_normal(12), rng.standard_normal(4), 0.0),                             # float64
             (rng.standard_normal(24).astype(np.float32)[::2], np.ones(4, np.float32), np.float32(0)),  # strided
             (rng.standard_normal(12).astype(np.float32), np.ones(4, np.float32), 0.0)]:        # a Python float
-        assert bias_relu.table.get(tuple(map(native_loops._key_of, (y, b, zero)))) is None
+        assert bias_relu.overload_for((y, b, zero)) is None
         expected = y.copy()
         _epilogue_kernels.bias_relu(expected, b, zero)
         bias_relu(y, b, zero)
