@@ -530,26 +530,14 @@ def log_softmax_pick(x, label, one, clip, logp, picked):
 
 @njit(**_NORM_JIT)
 def log_softmax_pick_backward(y, label, g, clip, dx):
-    """The gradient of log_softmax_pick's picked value: dx[a] = (G[a] - exp(y[a]) * sum(G[a])) with G[a] zero
-    but g[a] at the picked class, that is log_softmax's backward (softmax_backward, scale 1) of pick's scattered
-    gradient, with the same float operations (a row sum of one nonzero is that value; 0.0 when it is -0.0)."""
-    a_, d_ = y.shape
-    sc = _narrow(1.0, y)
-    zero = _narrow(0.0, y)
-    yf = y.reshape(-1)
-    df = dx.reshape(-1)
-    step = max(1, _BLOCK // d_)
-    for a0 in range(0, a_, step):
-        a1 = min(a0 + step, a_)
-        _exp_into(yf[a0 * d_:a1 * d_], df[a0 * d_:a1 * d_])
-        for a in range(a0, a1):
-            k = _class_position(label[a], d_, clip)
-            ga = g[a]
-            s = _narrow(0.0 + ga, y)
-            dr = dx[a]
-            for i in range(d_):
-                gi = ga if i == k else zero
-                dr[i] = (gi - dr[i] * s) * sc
+    """The gradient of log_softmax_pick's picked value: pick's gradient scattered (g[a] at each row's class, zero
+    elsewhere: one small array, written here rather than by a separate op) and then log_softmax's backward
+    (softmax_backward itself, scale 1), so the same float operations as the two ops' kernels."""
+    scattered = np.zeros_like(y)
+    d_ = y.shape[1]
+    for a in range(y.shape[0]):
+        scattered[a, _class_position(label[a], d_, clip)] = g[a]
+    softmax_backward(y, scattered, 1.0, True, dx)
 
 
 @njit(**_NORM_JIT)
