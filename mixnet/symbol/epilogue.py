@@ -233,6 +233,8 @@ def _log_softmax_picked(pick, eshape, edtype, readers):
         return None
     if sum(1 for r in readers.get((id(lsm), 0), ()) if _is(r, "pick")) != 1:
         return None
+    if any(n is lsm for n in topo_order([label])):    # an index computed from logp (its argmax): the fused node,
+        return None                                   # made where log_softmax is, cannot read it yet
     return lsm
 
 

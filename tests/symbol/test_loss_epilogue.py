@@ -37,7 +37,7 @@ def test_pick_of_log_softmax_becomes_one_node_with_both_values():
     assert "_log_softmax_pick" in _ops(out) and not {"log_softmax", "pick"} & _ops(out)
 
 
-@pytest.mark.parametrize("case", ["temperature", "axis0", "3d", "two_picks"])
+@pytest.mark.parametrize("case", ["temperature", "axis0", "3d", "two_picks", "index_from_logp"])
 def test_other_forms_are_left_alone(case):
     x, label = mx.sym.Variable("x"), mx.sym.Variable("label")
     types = _types()
@@ -49,10 +49,29 @@ def test_other_forms_are_left_alone(case):
     elif case == "3d":
         y = mx.sym.pick(mx.sym.log_softmax(x), label)
         types = _types(data=(2, 3, 4), label=(2, 3))
-    else:
+    elif case == "two_picks":
         logp = mx.sym.log_softmax(x)
         y = mx.sym.pick(logp, label) + mx.sym.pick(logp, label * 0)
+    else:                                    # the most likely class's log-probability: fusing would make a cycle
+        logp = mx.sym.log_softmax(x)
+        y = mx.sym.pick(logp, mx.sym.argmax(logp, axis=-1))
     assert "_log_softmax_pick" not in _ops(epilogue(y, *types))
+
+
+def test_an_index_computed_from_logp_runs_right_hybridized():
+    class MostLikely(nn.HybridBlock):
+        def hybrid_forward(self, F, x):
+            logp = F.log_softmax(x)
+            return F.pick(logp, F.argmax(logp, axis=-1))
+    x = mx.nd.array(np.random.default_rng(0).standard_normal((5, 4)))
+    block = MostLikely()
+    eager = block(x).asnumpy()
+    block.hybridize()
+    np.testing.assert_allclose(block(x).asnumpy(), eager, rtol=1e-6)
+    z = x.asnumpy().astype(np.float64)
+    logp = z - z.max(axis=1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(eager, logp.max(axis=1), rtol=1e-5)
 
 
 def _classifier(dtype):
