@@ -325,3 +325,19 @@ def test_the_child_imports_the_parents_mixnet_whatever_the_current_directory(tmp
     assert imported == os.path.join(ROOT, "mixnet", "__init__.py")
     assert succeeded == "False"               # the real child refuses the job it does not know
     assert not ran.exists()
+
+
+@pytest.mark.parametrize("distribution", ["numba", "llvmlite", "numpy"])
+def test_installed_version_is_what_importlib_metadata_says(distribution):
+    """installed_version reads the .dist-info name beside the package (a cheaper lookup on the first call's path):
+    the version is the one importlib.metadata reports, and the package is not imported to find it."""
+    import importlib.metadata
+    import subprocess
+    import sys
+    from mixnet.codegen import cache
+    cache.installed_version.cache_clear()
+    assert cache.installed_version(distribution) == importlib.metadata.version(distribution)
+    probe = ("import sys; from mixnet.codegen import cache; cache.installed_version('numba'); "
+             "print('numba' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
