@@ -65,7 +65,7 @@ from .._mode import MODE
 from ..ndarray.ndarray import _wrap
 from ..ops.common import call
 from ..ops.registry import OpDef
-from ..symbol import autodiff
+from ..symbol import autodiff, fuse
 from ..symbol.executor import run_graph
 from ..symbol.graph import Node, rewrite, topo_order
 from ..symbol.symbol import Symbol
@@ -117,6 +117,7 @@ class InferencePlan:
         self._fusing = None
         if options.fusion:
             cache.usable_dir()             # checked here, so that a warning about it points at the user's call
+        if options.fusion and fuse.may_fuse(base.symbol):      # else no thread only to find nothing to fuse
             if config.COMPILE_BACKGROUND:
                 self._fusing = threading.Thread(target=self._fuse, args=(base, options, ctx, destinations, True),
                                                 daemon=True, name="mixnet-fusion")

@@ -120,6 +120,20 @@ def _fusible_reduction(output, consumers, heads, eshape, edtype):
     return node, Reduction(found[0], layout, node.op.name, node.location)
 
 
+def _fusible_nodes(nodes, eshape, edtype, min_size=None):
+    """{id(node): whether it may join a group}: fusible, with a result of min_size elements at least (default
+    config.FUSE_MIN_SIZE)."""
+    min_size = config.FUSE_MIN_SIZE if min_size is None else min_size
+    return {id(n): _fusible(n, eshape, edtype) and int(np.prod(eshape[(id(n), 0)])) >= min_size for n in nodes}
+
+
+def may_fuse(symbol):
+    """Whether `fuse` could make a group of this typed graph: it has a node that may join one. Cheap (no codegen,
+    no Numba), so that a plan with nothing to fuse starts no thread to find that out (gluon/cached_op.py)."""
+    nodes = topo_order(symbol._outputs)
+    return any(_fusible_nodes(nodes, *graph_types(symbol._outputs)).values())
+
+
 def fuse(symbol, shapes=None, dtypes=None, device="cpu", min_size=None, compile_now=True):
     """Returns (fused symbol, number of fused groups). shapes/dtypes: {input name: shape/dtype} of an untyped
     graph (a typed graph's nodes carry their types). `device` ('cpu' or 'gpu') picks the backend each group is
@@ -127,16 +141,14 @@ def fuse(symbol, shapes=None, dtypes=None, device="cpu", min_size=None, compile_
     other backend on first use (codegen/backend.py). Groups whose result has fewer than min_size elements (default
     config.FUSE_MIN_SIZE) stay unfused; compile_now=False leaves Numba kernels to be compiled by the caller
     (Kernel.ensure_compiled)."""
-    min_size = config.FUSE_MIN_SIZE if min_size is None else min_size
     if shapes is not None:
         symbol = typed(symbol, shapes, dtypes)
     nodes = topo_order(symbol._outputs)
     eshape, edtype = graph_types(symbol._outputs)
-    fusible = {id(n): _fusible(n, eshape, edtype) and int(np.prod(eshape[(id(n), 0)])) >= min_size
-               for n in nodes}
-    candidates = _groups(nodes, fusible, eshape)
+    fusible = _fusible_nodes(nodes, eshape, edtype, min_size)
     if not any(fusible.values()):
         return symbol, 0
+    candidates = _groups(nodes, fusible, eshape)
     from ..codegen.ir import group_from_nodes  # lazy: codegen loads only when a graph is fused
     consumers = {}
     for node in nodes:

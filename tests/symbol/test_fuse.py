@@ -145,3 +145,29 @@ def test_kernels_compile_in_the_background_while_calls_run_unfused(monkeypatch):
     assert plan.fused_groups == 1
     later, _ = block(x, b)
     np.testing.assert_allclose(later.asnumpy(), first.asnumpy(), rtol=2e-6, atol=2e-6)
+
+
+def test_a_plan_with_nothing_to_fuse_starts_no_thread(monkeypatch):
+    """may_fuse: a graph without a fusible node gets no background fusion (a thread that would find nothing, and
+    costs the first call its start); one with a fusible node does."""
+    from mixnet.symbol.fuse import may_fuse
+    monkeypatch.setattr(config, "COMPILE_BACKGROUND", True)
+    dense = gluon.nn.HybridSequential()
+    dense.add(gluon.nn.Dense(4, activation="relu", in_units=3), gluon.nn.Dense(2, in_units=4))
+    dense.initialize()
+    dense.hybridize()
+    x = nd.ones((20, 3))
+    with autograd.record():
+        out = dense(x)
+    out.backward()
+    plans = [dense._last_graph.inference] if dense._last_graph._inference is not None else []
+    for plan in dense._last_graph._training.values():
+        plans += [plan.forward, plan.backward]
+    assert plans and all(p._fusing is None and not may_fuse(p.symbol) for p in plans)
+    chain = Chain()
+    chain.hybridize()
+    chain(nd.ones((6, 5)), nd.ones((5,)))
+    plan = chain._last_graph.inference
+    assert plan._fusing is not None
+    plan.wait_fused()
+    assert plan.fused_groups == 1
