@@ -36,12 +36,14 @@ class Options:
 @dataclasses.dataclass(frozen=True)
 class Graph:
     """symbol: typed. names: its inputs in call order. done: passes run on it. buffers: ({entry: slot},
-    [slot sizes in bytes] or None), memory's plan. fused_groups: fused kernels in it."""
+    [slot sizes in bytes] or None), memory's plan. fused_groups: fused kernels in it. internal_outputs: positions
+    of the outputs only mixnet reads (a training forward's saved values, which its backward reads)."""
     symbol: object
     names: tuple
     done: frozenset = frozenset()
     buffers: tuple = NO_BUFFERS
     fused_groups: int = 0
+    internal_outputs: frozenset = frozenset()
 
     def with_symbol(self, symbol, **changes):
         """The graph after a pass that changed the symbol: its memory is planned again."""
@@ -97,7 +99,7 @@ def _cse(graph, options):
 
 
 def _epilogue(graph, options):
-    return graph.with_symbol(epilogue(graph.symbol))
+    return graph.with_symbol(epilogue(graph.symbol, internal_outputs=graph.internal_outputs))
 
 
 def _drop_identity_reshapes(graph, options):

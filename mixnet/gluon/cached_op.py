@@ -192,7 +192,8 @@ class TrainingPlan:
         saved_ops = [e for e in saved if e[0].op is not None]
         self.saved_inputs = [names.index(e[0].name) for e in saved if e[0].op is None]
         order = saved_ops + [e for e in saved if e[0].op is None]
-        forward = dataclasses.replace(graph, symbol=Symbol(list(symbol._outputs) + saved_ops))
+        forward = dataclasses.replace(graph, symbol=Symbol(list(symbol._outputs) + saved_ops),
+                                      internal_outputs=frozenset(range(self.n_out, self.n_out + len(saved_ops))))
         self.forward = InferencePlan(forward, ctx, options)
         variables = {n.name: n for n in (backward._nodes() if backward is not None else ()) if n.op is None}
         self.head_index = sorted(k for k, var in head_vars.items() if variables.get(var.name) is var)

@@ -665,8 +665,10 @@ register(OpDef(
 # Both are a @ b, written by BLAS into `out` when given (writes_out) and of the product's dtype, else copied there.
 # Written out in each kernel: they run on every backward of a Dense layer, where a shared helper is a Python
 # call more.
-def _k_fc_dgrad(xp, grad, weight, out=None):
+def _k_fc_dgrad(xp, grad, weight, *, feature_major=False, out=None):
     if out is None:
+        if feature_major and xp is np:      # the transposed product, BLAS's faster shape here (ops/nn_epilogue.py)
+            return xp.matmul(weight.T, grad.T).T
         return xp.matmul(grad, weight)
     if out.dtype == result_dtype(grad.dtype, weight.dtype):
         return xp.matmul(grad, weight, out=out)
@@ -694,10 +696,13 @@ def _infer_matmul(transpose_lhs):
 
 register(OpDef(
     name="_fc_data_grad", kernel=_k_fc_dgrad, inputs=("grad", "weight"), hidden=True, infer=_infer_matmul(False),
-    writes_out=True,
+    writes_out=True, attrs={"feature_major": Attr(parse_bool, False)},
     grad=lambda c, h: (call("FullyConnected", h, c.inputs[1], num_hidden=c.inputs[1].shape[0], no_bias=True),
                        call("_fc_weight_grad", c.inputs[0], h)),
-    test=OpTest(ref=lambda g, w: g.astype(np.float64) @ w, cases=((((3, 4), (4, 5)), {}),))))
+    test=OpTest(ref=lambda g, w, feature_major=False: g.astype(np.float64) @ w,
+                cases=((((3, 4), (4, 5)), {}), (((3, 4), (4, 5)), {"feature_major": True}))),
+    doc="grad @ weight, a Dense layer's data gradient. feature_major: written as the transpose of a C-contiguous "
+        "array (the epilogue pass sets it where an activation backward reads it: ops/nn_epilogue.py)."))
 register(OpDef(
     name="_fc_weight_grad", kernel=_k_fc_wgrad, inputs=("grad", "data"), hidden=True, infer=_infer_matmul(True),
     writes_out=True,
@@ -710,7 +715,8 @@ def _fc_inputs(a):
     return ("data", "weight") if a["no_bias"] else ("data", "weight", "bias")
 
 
-def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten, out=None):
+def fc_operand(data, weight, num_hidden, flatten):
+    """(data as the GEMM's (rows, input features) operand, the output's shape), the weight's shape checked."""
     if flatten:
         x2 = data.reshape(data.shape[0], -1) if data.ndim != 2 else data
         out_shape = (data.shape[0], num_hidden)
@@ -721,6 +727,11 @@ def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten, out=None
     if tuple(weight.shape) != (num_hidden, k):
         raise ValueError(f"weight shape {weight.shape} does not match ({num_hidden}, {k}) (num_hidden, input "
                          "features)")
+    return x2, out_shape
+
+
+def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten, out=None):
+    x2, out_shape = fc_operand(data, weight, num_hidden, flatten)
     if bias is not None and tuple(bias.shape) != (num_hidden,):
         raise ValueError(f"bias shape {bias.shape} does not match ({num_hidden},) (num_hidden,)")
     if out is not None:

@@ -18,6 +18,10 @@ nodes of a compiled graph.
   head gradient)`, is recognised as the rules of pick and log_softmax themselves trace it (`_loss_pattern`) and
   becomes `_log_softmax_pick_bwd(logp, label, g)`, one loop, no scattered (rows, classes) array in between.
 
+* Feature-major values: a hidden activation that only the next Dense layers read (as data) and the backward keeps
+  is marked `feature_major` on its `_fc_epilogue`, and so is the `_fc_data_grad` its `_act_bwd_bias` reads in
+  the backward (see the section below).
+
 Activations: Activation(act_type relu/sigmoid/tanh/softrelu) and the relu/sigmoid/tanh ops. The pass runs after
 CSE and before elementwise fusion in every hybridized plan (compiler/pipeline.py), unless MIXNET_EPILOGUE=0.
 """
@@ -89,10 +93,11 @@ def _act_backward(p, shape, dtype, patterns):
     return None
 
 
-def epilogue(symbol, shapes=None, dtypes=None):
+def epilogue(symbol, shapes=None, dtypes=None, internal_outputs=()):
     """Returns a new Symbol with the forward and backward epilogues fused (the input symbol is unchanged).
     shapes/dtypes: {input name: shape/dtype} of an untyped graph, to check that a reduction sums exactly the
-    leading axes (a typed graph's nodes carry their types)."""
+    leading axes (a typed graph's nodes carry their types). internal_outputs: positions of the outputs that only
+    mixnet reads (a training forward's saved values), which may be laid out feature-major."""
     nodes = topo_order(symbol._outputs)
     if not any(_is(n, "_sum_to", "pick", "_log_softmax_bwd") for n in nodes):    # only these matches need shapes
         eshape, edtype = {}, {}
@@ -105,6 +110,7 @@ def epilogue(symbol, shapes=None, dtypes=None):
         for src, index in node.inputs:
             readers.setdefault((id(src), index), []).append(node)
     heads = {(id(n), i) for n, i in symbol._outputs}
+    user_heads = {(id(n), i) for k, (n, i) in enumerate(symbol._outputs) if k not in internal_outputs}
 
     def only_read_by(node, allowed):
         """node's single output is not a graph output and every reader is in `allowed` (ids)."""
@@ -112,6 +118,7 @@ def epilogue(symbol, shapes=None, dtypes=None):
                 and all(id(r) in allowed for r in readers.get((id(node), 0), ())))
 
     forward, backward, sums, patterns = {}, {}, {}, {}
+    feature_major = set()           # ids of the forward activations and data gradients computed feature-major
     loss_of, loss_picks, loss_backward = {}, {}, {}      # log_softmax -> its pick; pick -> fused; bwd root -> match
     for node in nodes:
         act = _forward_act(node) if node.op is not None else None
@@ -119,10 +126,15 @@ def epilogue(symbol, shapes=None, dtypes=None):
             fc, index = node.inputs[0]
             if _is(fc, "FullyConnected") and len(readers[(id(fc), index)]) == 1 and only_read_by(fc, {id(node)}):
                 forward[id(node)] = (fc, act)
+                if _read_as_dense_data(node, readers, user_heads):
+                    feature_major.add(id(node))
         if _is(node, "_sum_to"):
             match = _bias_sum(node, eshape, edtype, only_read_by, patterns)
             if match is not None and id(match[0]) not in backward:
                 backward[id(match[0])] = (node,) + match[1:]
+                grad = _feature_major_grad(match, readers, heads)
+                if grad is not None:
+                    feature_major.add(id(grad))
         if _is(node, "pick"):
             lsm = _log_softmax_picked(node, eshape, edtype, readers)
             if lsm is not None:
@@ -136,12 +148,14 @@ def epilogue(symbol, shapes=None, dtypes=None):
         if id(node) in forward:
             (fc, _), act = inputs[0], forward[id(node)][1]
             attrs = {k: fc.attrs[k] for k in ("num_hidden", "no_bias", "flatten")}
-            fused = Node(registry.get("_fc_epilogue"), node.name, dict(attrs, act_type=act), {}, fc.inputs,
-                         node.location)
+            attrs.update(act_type=act, feature_major=id(node) in feature_major)
+            fused = Node(registry.get("_fc_epilogue"), node.name, attrs, {}, fc.inputs, node.location)
             fused.types = node.types
             return fused
+        if id(node) in feature_major:             # a data gradient that an activation backward reads
+            return node.clone(inputs, attrs=dict(node.attrs, feature_major=True))
         if id(node) in backward:                  # the activation backward; its _sum_to comes later
-            reduce, act, g, d = backward[id(node)]
+            reduce, act, g, d, _ = backward[id(node)]
             fused = Node(registry.get("_act_bwd_bias"), node.name,
                          {"act_type": act, "shape": tuple(reduce.attrs["shape"])}, {}, [g, d], node.location)
             if node.types is not None:
@@ -172,9 +186,44 @@ def epilogue(symbol, shapes=None, dtypes=None):
     return Symbol(rewrite(symbol._outputs, fold))
 
 
+# ---------------------------------------------------------------------------------------------------------
+# feature-major values. OpenBLAS computes a Dense layer's (rows, N) GEMM 4-8% faster as its transpose, weight @
+# data.T (benchmarks/README.md). A hidden activation read only by the next Dense layers (as their data) and by the
+# backward is therefore computed that way and kept as the transpose of a C-contiguous (N, rows) array; the next
+# layer's GEMM reads it as is, and in the backward its data gradient is written feature-major too, so that the
+# activation backward reads two arrays of one layout. Only the layout changes: every kernel computes the same
+# values for either, and a mismatch (an array that stayed row-major) costs a copy, never a wrong result.
+def _read_as_dense_data(act, readers, user_heads):
+    """Whether the activation's 2-d float value is read, inside the graph, only as the data of FullyConnected
+    nodes (one at least), and is not an output the user gets."""
+    entry = (id(act), 0)
+    if act.types is None or len(act.types[0][0]) != 2 or act.types[0][1].kind != "f" or entry in user_heads:
+        return False
+    readers = readers.get(entry, ())
+    return bool(readers) and all(_is(r, "FullyConnected") and r.inputs[0] == (act, 0)
+                                 and (act, 0) not in r.inputs[1:] for r in readers)
+
+
+def _feature_major_grad(match, readers, heads):
+    """The `_fc_data_grad` node that computes the head gradient of the activation backward matched by _bias_sum,
+    when that backward is its only reader and the activation's value comes from the forward part (a variable, `_saved{k}`), else None."""
+    _, _, (g, gi), (d, _), inside = match
+    if d.op is not None:
+        return None
+    while True:                     # the rule's Reshape of the gradient to the data's shape, an identity here
+        if (id(g), gi) in heads or not all(id(r) in inside for r in readers.get((id(g), gi), ())):
+            return None
+        if not _is(g, "Reshape"):
+            return g if _is(g, "_fc_data_grad") else None
+        src, index = g.inputs[0]
+        if g.types is None or src.types is None or g.types[0][0] != src.types[index][0]:
+            return None
+        inside, g, gi = inside | {id(g)}, src, index
+
+
 def _bias_sum(reduce, eshape, edtype, only_read_by, patterns):
-    """(backward node, act_type, grad entry, data entry) when the `_sum_to` node `reduce` sums an activation
-    backward's result (through Reshapes) over every axis but the last, else None."""
+    """(backward node, act_type, grad entry, data entry, ids of the backward's nodes) when the `_sum_to` node
+    `reduce` sums an activation backward's result (through Reshapes) over every axis but the last, else None."""
     src, index = reduce.inputs[0]
     while _is(src, "Reshape"):
         src, index = src.inputs[0]
@@ -201,7 +250,7 @@ def _bias_sum(reduce, eshape, edtype, only_read_by, patterns):
     inside = {id(src)} | {id(m) for m in inner}
     if not all(only_read_by(m, inside) for m in inner):
         return None
-    return src, act, g, d
+    return src, act, g, d, inside
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -115,7 +115,8 @@ def inplace_reuse(symbol, eshape, edtype, written=()):
     """{id(node): (src, index)}: elementwise nodes that write their result over that input. The input must be
     owned by the call (made by an op that writes its own result, `writes_out`, so not a view and not a graph
     input), of the result's shape and dtype and not 0-d (numpy gives 0-d results as read-only scalars), not in `written` (entries that go into planned or caller-given
-    buffers), and read for the last time by this node, views of it included."""
+    buffers), not kept feature-major (the transpose of a C-contiguous array: symbol/epilogue.py), and read for the
+    last time by this node, views of it included."""
     nodes = topo_order(symbol._outputs)
     life = _through_views(symbol, lifetimes(symbol))
     written = set(written)
@@ -128,6 +129,7 @@ def inplace_reuse(symbol, eshape, edtype, written=()):
         for src, index in node.inputs:
             key = (id(src), index)
             if (src.op is not None and src.op.writes_out and key not in written and life[key][1] == step
+                    and not src.attrs.get("feature_major")         # kept as a transpose: not a flat buffer
                     and eshape[key] == eshape[(id(node), 0)] != () and edtype[key] == edtype[(id(node), 0)]):
                 chosen[id(node)] = (src, index)
                 break

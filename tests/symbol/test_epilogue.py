@@ -281,7 +281,8 @@ def test_warm_up_covers_the_signatures_real_calls_use(dtype, monkeypatch):
     for act in ("relu", "sigmoid", "tanh"):
         _run(act, True, True, dtype, hybrid=True)
         _run(act, True, False, dtype, hybrid=True, static_alloc=True)
-    assert set(seen) == {loop.py_func.__name__ for loop in loops}
+    # every loop but the helper that loops call from inside (_row_sums)
+    assert set(seen) == {loop.py_func.__name__ for loop in loops if not loop.py_func.__name__.startswith("_")}
     for name, types in seen.items():
         assert types <= warm[name], (name, types - warm[name])
 
