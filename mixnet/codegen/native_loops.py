@@ -68,6 +68,28 @@ def directory(dtype):
     return None if base is None else os.path.join(base, "native-loops", dtype)
 
 
+def _map_llvm_library():
+    """Maps llvmlite's shared library (~180 MB of LLVM) with libc's dlopen, called through ctypes, which lets go of
+    the GIL while it runs, so that `import llvmlite.binding` finds it mapped. Its own ctypes.CDLL keeps the GIL
+    for the 5-10 ms that the mapping and relocation take: run in the thread that loads the loops, that stalled the
+    thread running the user's calls. Best effort (POSIX, the library where llvmlite keeps it); never needed for
+    correctness."""
+    spec = importlib.util.find_spec("llvmlite")                  # imports nothing
+    if os.name != "posix" or spec is None or not spec.submodule_search_locations:
+        return
+    binding = os.path.join(spec.submodule_search_locations[0], "binding")
+    for name in ("libllvmlite.so", "libllvmlite.dylib"):
+        path = os.path.join(binding, name)
+        if os.path.isfile(path):
+            try:
+                dlopen = ctypes.CDLL(None).dlopen
+            except (OSError, AttributeError):
+                return
+            dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+            dlopen(os.fsencode(path), ctypes.DEFAULT_MODE | os.RTLD_NOW)
+            return
+
+
 def key(dtype):
     """What the exported code depends on; an index whose key differs is not loaded."""
     import llvmlite.binding as ll  # lazy: llvmlite only when loops are exported or loaded
@@ -259,6 +281,8 @@ def load(dtypes):
     if any(directory(dtype) is None for dtype in dtypes):
         return None
     try:
+        if "llvmlite.binding" not in sys.modules:
+            _map_llvm_library()
         indexes = []
         for dtype in dtypes:
             with open(os.path.join(directory(dtype), "index.json"), encoding="utf-8") as f:
