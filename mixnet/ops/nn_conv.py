@@ -667,7 +667,9 @@ register(OpDef(
 # call more.
 def _k_fc_dgrad(xp, grad, weight, *, feature_major=False, out=None):
     if out is None:
-        if feature_major and xp is np:      # the transposed product, BLAS's faster shape here (ops/nn_epilogue.py)
+        # feature_major: the transposed product, the shape BLAS runs faster here (ops/nn_epilogue.py), but for
+        # one row (a vector-matrix product)
+        if feature_major and xp is np and grad.shape[0] > 1:
             return xp.matmul(weight.T, grad.T).T
         return xp.matmul(grad, weight)
     if out.dtype == result_dtype(grad.dtype, weight.dtype):
