@@ -717,23 +717,19 @@ def _fc_inputs(a):
     return ("data", "weight") if a["no_bias"] else ("data", "weight", "bias")
 
 
-def fc_operand(data, weight, num_hidden, flatten):
-    """(data as the GEMM's (rows, input features) operand, the output's shape), the weight's shape checked."""
+def weight_shape_error(weight, num_hidden, k):
+    return ValueError(f"weight shape {weight.shape} does not match ({num_hidden}, {k}) (num_hidden, input features)")
+
+
+def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten, out=None):
     if flatten:
         x2 = data.reshape(data.shape[0], -1) if data.ndim != 2 else data
         out_shape = (data.shape[0], num_hidden)
     else:
         x2 = data.reshape(-1, data.shape[-1])
         out_shape = data.shape[:-1] + (num_hidden,)
-    k = x2.shape[1]
-    if tuple(weight.shape) != (num_hidden, k):
-        raise ValueError(f"weight shape {weight.shape} does not match ({num_hidden}, {k}) (num_hidden, input "
-                         "features)")
-    return x2, out_shape
-
-
-def _k_fc(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten, out=None):
-    x2, out_shape = fc_operand(data, weight, num_hidden, flatten)
+    if tuple(weight.shape) != (num_hidden, x2.shape[1]):
+        raise weight_shape_error(weight, num_hidden, x2.shape[1])
     if bias is not None and tuple(bias.shape) != (num_hidden,):
         raise ValueError(f"bias shape {bias.shape} does not match ({num_hidden},) (num_hidden,)")
     if out is not None:

@@ -27,7 +27,7 @@ from . import _fastpath
 from .attrs import Attr, REQUIRED, choice, parse_bool, parse_int, parse_shape
 from .common import call, into, run_ops
 from .nn_act import _g_activation, _k_activation, _ref_activation
-from .nn_conv import _g_fc, _infer_fc, _k_fc, _ref_fc, fc_operand
+from .nn_conv import _g_fc, _infer_fc, _k_fc, _ref_fc, weight_shape_error
 from . import registry
 from .registry import OpDef, OpTest, register
 
@@ -51,7 +51,7 @@ def _k_fc_epilogue(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten,
         raise ValueError(f"bias shape {bias.shape} does not match ({num_hidden},) (num_hidden,)")
     if feature_major and out is None and xp is np and data.dtype == weight.dtype and (flatten or data.ndim == 2) \
             and data.shape[0] > 1:                   # one row: a matrix-vector product, ~5% slower transposed
-        return _fc_epilogue_feature_major(data, weight, bias, num_hidden, flatten, act_type)
+        return _fc_epilogue_feature_major(data, weight, bias, num_hidden, act_type)
     y = _k_fc(xp, data, weight, None, num_hidden=num_hidden, no_bias=True, flatten=flatten, out=out)
     if not y.flags.c_contiguous:                     # a strided out= buffer: finish in a fresh array, copy there
         return into(xp, y, _k_fc_epilogue(xp, data, weight, bias, num_hidden=num_hidden, no_bias=no_bias,
@@ -65,10 +65,12 @@ def _k_fc_epilogue(xp, data, weight, bias=None, *, num_hidden, no_bias, flatten,
     return _k_activation(xp, y, act_type, out=y)          # the Activation op's kernel, in place
 
 
-def _fc_epilogue_feature_major(data, weight, bias, num_hidden, flatten, act_type):
+def _fc_epilogue_feature_major(data, weight, bias, num_hidden, act_type):
     """The (rows, N) result as the transpose of a C-contiguous (N, rows) array: weight @ data.T, the shape in which
-    OpenBLAS runs a Dense layer's GEMM 4-8% faster (benchmarks/README.md), then the bias and activation."""
-    x2, _ = fc_operand(data, weight, num_hidden, flatten)
+    OpenBLAS runs a layer wide against its batch faster (symbol/epilogue.py), then the bias and activation."""
+    x2 = data.reshape(data.shape[0], -1) if data.ndim != 2 else data      # flatten, or 2-d already
+    if tuple(weight.shape) != (num_hidden, x2.shape[1]):
+        raise weight_shape_error(weight, num_hidden, x2.shape[1])
     y_t = np.matmul(weight, x2.T)
     loops = _loops(np, y_t, bias) if bias is not None and act_type == "relu" else None
     if loops is not None:
@@ -136,8 +138,8 @@ def _k_act_bwd_bias(xp, grad, data, *, act_type, shape, out=None):
         raise ValueError(f"cannot sum shape {grad.shape} over its leading axes down to {shape}")
     dz_out, db_out = out if out is not None else (None, None)
     loops = _loops(xp, grad, data) if act_type != "softrelu" else None
-    if loops is not None and dz_out is None and grad.ndim == 2 and not grad.flags.c_contiguous \
-            and grad.flags.f_contiguous and data.flags.f_contiguous \
+    if loops is not None and dz_out is None and grad.ndim == 2 and grad.strides[0] < grad.strides[1] \
+            and grad.T.flags.c_contiguous and data.T.flags.c_contiguous \
             and (db_out is None or db_out.dtype == grad.dtype and db_out.flags.c_contiguous):
         # feature-major values (a feature-major _fc_epilogue's output, its gradient): dz keeps their layout
         dz_t = np.empty(grad.shape[::-1], grad.dtype)

@@ -187,17 +187,26 @@ def epilogue(symbol, shapes=None, dtypes=None, internal_outputs=()):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# feature-major values. OpenBLAS computes a Dense layer's (rows, N) GEMM 4-8% faster as its transpose, weight @
-# data.T (benchmarks/README.md). A hidden activation read only by the next Dense layers (as their data) and by the
-# backward is therefore computed that way and kept as the transpose of a C-contiguous (N, rows) array; the next
-# layer's GEMM reads it as is, and in the backward its data gradient is written feature-major too, so that the
-# activation backward reads two arrays of one layout. Only the layout changes: every kernel computes the same
-# values for either, and a mismatch (an array that stayed row-major) costs a copy, never a wrong result.
+# feature-major values. OpenBLAS computes a Dense layer's (rows, N) GEMM faster as its transpose, weight @ data.T,
+# when the layer is wide against the batch: 4-5% at (128, 512), up to 28% at 8 rows, and nothing from rows ~ N on
+# (benchmarks/README.md). A hidden activation of such a shape, read only by the next Dense layers (as their data)
+# and by the backward, is therefore computed that way and kept as the transpose of a C-contiguous (N, rows) array;
+# the next layer's GEMM reads it as is, and in the backward its data gradient is written feature-major too, so
+# that the activation backward reads two arrays of one layout (both cost a little more than row-major: hence the
+# shape rule, which the forward and the backward apply to the same value's shape). Only the layout changes: every
+# kernel computes the same values for either, and a mismatch (an array that stayed row-major) costs a copy, never
+# a wrong result.
+def _wide_enough(shape):
+    """Whether a (rows, N) value gains from being feature-major: N at least 4 * rows, two rows at least."""
+    return len(shape) == 2 and shape[0] >= 2 and shape[1] >= 4 * shape[0]
+
+
 def _read_as_dense_data(act, readers, user_heads):
-    """Whether the activation's 2-d float value is read, inside the graph, only as the data of FullyConnected
-    nodes (one at least), and is not an output the user gets."""
+    """Whether the activation's 2-d float value, of a shape _wide_enough, is read, inside the graph, only as the
+    data of FullyConnected nodes (one at least), and is not an output the user gets."""
     entry = (id(act), 0)
-    if act.types is None or len(act.types[0][0]) != 2 or act.types[0][1].kind != "f" or entry in user_heads:
+    if act.types is None or not _wide_enough(act.types[0][0]) or act.types[0][1].kind != "f" \
+            or entry in user_heads:
         return False
     readers = readers.get(entry, ())
     return bool(readers) and all(_is(r, "FullyConnected") and r.inputs[0] == (act, 0)
@@ -206,9 +215,10 @@ def _read_as_dense_data(act, readers, user_heads):
 
 def _feature_major_grad(match, readers, heads):
     """The `_fc_data_grad` node that computes the head gradient of the activation backward matched by _bias_sum,
-    when that backward is its only reader and the activation's value comes from the forward part (a variable, `_saved{k}`), else None."""
-    _, _, (g, gi), (d, _), inside = match
-    if d.op is not None:
+    when that backward is its only reader and the activation's value, of a shape _wide_enough, comes from the
+    forward part (a variable, `_saved{k}`), else None."""
+    _, _, (g, gi), (d, di), inside = match
+    if d.op is not None or d.types is None or not _wide_enough(d.types[di][0]):
         return None
     while True:                     # the rule's Reshape of the gradient to the data's shape, an identity here
         if (id(g), gi) in heads or not all(id(r) in inside for r in readers.get((id(g), gi), ())):

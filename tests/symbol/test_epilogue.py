@@ -265,6 +265,18 @@ def test_relu_epilogue_keeps_nan_and_zeroes_minus_inf():
         np.testing.assert_array_equal(y, [[np.nan, 0, 0, 3]])
 
 
+def _wide_run(act, dtype):
+    """A training call whose hidden value (2, 16) is wide enough to be feature-major (symbol/epilogue.py)."""
+    net = nn.HybridSequential()
+    net.add(nn.Dense(16, activation=act, in_units=5), nn.Dense(3, in_units=16))
+    net.initialize()
+    net.cast(dtype)
+    net.hybridize()
+    with autograd.record():
+        out = net(mx.nd.ones((2, 5), dtype=dtype))
+    out.backward()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_warm_up_covers_the_signatures_real_calls_use(dtype, monkeypatch):
     import numba
@@ -281,6 +293,7 @@ def test_warm_up_covers_the_signatures_real_calls_use(dtype, monkeypatch):
     for act in ("relu", "sigmoid", "tanh"):
         _run(act, True, True, dtype, hybrid=True)
         _run(act, True, False, dtype, hybrid=True, static_alloc=True)
+        _wide_run(act, dtype)
     # every loop but the helper that loops call from inside (_row_sums)
     assert set(seen) == {loop.py_func.__name__ for loop in loops if not loop.py_func.__name__.startswith("_")}
     for name, types in seen.items():

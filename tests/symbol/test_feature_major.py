@@ -50,7 +50,7 @@ class TwoOutputs(nn.HybridBlock):
 
     def __init__(self):
         super().__init__()
-        self.hidden, self.out = nn.Dense(6, activation="relu", in_units=5), nn.Dense(3, in_units=6)
+        self.hidden, self.out = nn.Dense(16, activation="relu", in_units=5), nn.Dense(3, in_units=16)
 
     def hybrid_forward(self, F, x):
         h = self.hidden(x)
@@ -62,16 +62,18 @@ class ReadElsewhere(nn.HybridBlock):
 
     def __init__(self):
         super().__init__()
-        self.hidden, self.out = nn.Dense(6, activation="relu", in_units=5), nn.Dense(6, in_units=6)
+        self.hidden, self.out = nn.Dense(16, activation="relu", in_units=5), nn.Dense(16, in_units=16)
 
     def hybrid_forward(self, F, x):
         h = self.hidden(x)
         return self.out(h) + h
 
 
-def _mlp(act="relu"):
+def _mlp(act="relu", widths=(16, 12)):
+    """Hidden values of 3 rows are wide enough (N >= 4 rows) at these widths."""
     net = nn.HybridSequential()
-    net.add(nn.Dense(6, activation=act, in_units=5), nn.Dense(4, activation=act, in_units=6), nn.Dense(3, in_units=4))
+    net.add(nn.Dense(widths[0], activation=act, in_units=5), nn.Dense(widths[1], activation=act, in_units=widths[0]),
+            nn.Dense(3, in_units=widths[1]))
     return net
 
 
@@ -82,7 +84,7 @@ def test_hidden_layers_of_an_mlp_are_feature_major_in_every_plan(act):
     net = _mlp(act)
     net.initialize()
     net.hybridize()
-    x = mx.nd.random.uniform(shape=(7, 5))
+    x = mx.nd.random.uniform(shape=(3, 5))
     _train_and_predict(net, x)
     marked = _marked(net)
     assert marked["inference"] == [("_fc_epilogue", True)] * 2
@@ -95,7 +97,7 @@ def test_a_value_the_user_gets_stays_row_major():
     net = TwoOutputs()
     net.initialize()
     net.hybridize()
-    x = mx.nd.random.uniform(shape=(7, 5))
+    x = mx.nd.random.uniform(shape=(3, 5))
     h, _ = _train_and_predict(net, x)
     assert all(not major for kind in _marked(net).values() for _, major in kind)
     assert h.asnumpy().flags.c_contiguous
@@ -105,8 +107,21 @@ def test_a_value_another_op_reads_stays_row_major():
     net = ReadElsewhere()
     net.initialize()
     net.hybridize()
-    _train_and_predict(net, mx.nd.random.uniform(shape=(7, 5)))
+    _train_and_predict(net, mx.nd.random.uniform(shape=(3, 5)))
     assert all(not major for kind in _marked(net).values() for _, major in kind)
+
+
+@pytest.mark.parametrize("rows, marked", [(3, True), (4, False), (1, False)])
+def test_only_values_wide_against_the_batch_are_feature_major(rows, marked):
+    """(rows, 12) is feature-major from 12 >= 4 * rows on (where the transposed GEMM gains), two rows at least;
+    forward and backward decide alike."""
+    net = _mlp(widths=(12, 12))
+    net.initialize()
+    net.hybridize()
+    _train_and_predict(net, mx.nd.random.uniform(shape=(rows, 5)))
+    got = _marked(net)
+    assert got["forward"] == [("_fc_epilogue", marked)] * 2
+    assert got["backward"] == [("_fc_data_grad", marked)] * 2
 
 
 def test_three_d_values_stay_row_major():
@@ -120,10 +135,10 @@ def test_three_d_values_stay_row_major():
 
 def test_the_last_layer_activation_returned_to_the_user_is_row_major():
     net = nn.HybridSequential()
-    net.add(nn.Dense(6, activation="relu", in_units=5), nn.Dense(4, activation="relu", in_units=6))
+    net.add(nn.Dense(16, activation="relu", in_units=5), nn.Dense(12, activation="relu", in_units=16))
     net.initialize()
     net.hybridize()
-    out = _train_and_predict(net, mx.nd.random.uniform(shape=(7, 5)))
+    out = _train_and_predict(net, mx.nd.random.uniform(shape=(3, 5)))
     assert out.asnumpy().flags.c_contiguous
     assert _marked(net)["inference"] == [("_fc_epilogue", False), ("_fc_epilogue", True)]
 
@@ -137,7 +152,7 @@ def test_hybridized_mlp_equals_eager_in_outputs_and_gradients(static_alloc):
         net.initialize(mx.init.Xavier())
         if hybrid:
             net.hybridize(static_alloc=static_alloc)
-        x = mx.nd.array(np.random.default_rng(2).standard_normal((9, 5)), dtype="float32")
+        x = mx.nd.array(np.random.default_rng(2).standard_normal((3, 5)), dtype="float32")
         x.attach_grad()
         got = []
         for _ in range(2):
