@@ -13,10 +13,10 @@ Cases:
       elementwise.py's `hand_written`). Target (issue 13): mean per call over the run <= 1.3x the baseline.
   W2  the MLP 784-512-512-10 training step (mlp.py: net and loss hybridized, record, backward, SGD), batch 128;
       baseline: mlp.py's hand-written numpy step. Target: <= 1.0x the baseline. Not met. Where W2 stands
-      (benchmarks/README.md, "The classifier loss fused, a cheaper first call"): warm 1.03-1.04x, its eager loops
-      loaded without Numba in ~0.06 s. The steady state is 1.013-1.016x: both steps run the same eight GEMMs,
-      ~4.8 of numpy's ~5.0 ms, and mixnet's fused kernels beat numpy's passes; what is left is mixnet's per-step
-      Python (~0.2 ms) and the first calls (~1.8% of the run).
+      (benchmarks/README.md, "Feature-major hidden layers, ..."): warm 1.01x on a quiet machine, its eager loops
+      loaded without Numba. The steady state is 0.994-0.997x: its hidden layers' GEMMs run in the shape OpenBLAS
+      computes faster (feature-major), and mixnet's fused kernels beat numpy's passes; what is left is the first
+      calls (~1.4% of the run: the first call 30-33 ms, 16 ms were the loops loaded already).
 Cache states, each in its own temporary MIXNET_CACHE_DIR (NUMBA_CACHE_DIR inside it, so the eager fast-path
 loops are cold too):
   cold  nothing compiled yet;
