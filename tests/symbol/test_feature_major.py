@@ -10,6 +10,7 @@ reads is written the same way. Only the layout changes:
 """
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import mixnet as mx
 from mixnet import autograd
@@ -72,7 +73,9 @@ class ReadElsewhere(nn.HybridBlock):
 def _mlp(act="relu", widths=(16, 12)):
     """Hidden values of 3 rows are wide enough (N >= 4 rows) at these widths."""
     net = nn.HybridSequential()
-    net.add(nn.Dense(widths[0], activation=act, in_units=5), nn.Dense(widths[1], activation=act, in_units=widths[0]),
+    bias = mx.init.Uniform(0.5)                     # not zeros: a bias lost on the way would show
+    net.add(nn.Dense(widths[0], activation=act, in_units=5, bias_initializer=bias),
+            nn.Dense(widths[1], activation=act, in_units=widths[0], bias_initializer=bias),
             nn.Dense(3, in_units=widths[1]))
     return net
 
@@ -164,6 +167,41 @@ def test_hybridized_mlp_equals_eager_in_outputs_and_gradients(static_alloc):
     for eager, hybrid in zip(*results):
         for want, have in zip(eager, hybrid):
             np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=12, deadline=None)
+@given(act=st.sampled_from(["relu", "sigmoid", "tanh", "softrelu"]), rows=st.integers(2, 5),
+       use_bias=st.booleans(), dtype=st.sampled_from(["float32", "float64"]), static_alloc=st.booleans())
+def test_wide_mlps_hybridized_equal_eager(act, rows, use_bias, dtype, static_alloc):
+    """Every activation, with and without bias, both float dtypes, static_alloc on and off: the hybridized MLP,
+    whose hidden values (rows, 24) and (rows, 20) are feature-major, gives the eager outputs and gradients."""
+    results = []
+    for hybrid in (False, True):
+        mx.random.seed(7)
+        net = nn.HybridSequential()
+        bias = mx.init.Uniform(0.5)                 # not zeros: a bias lost on the way would show
+        net.add(nn.Dense(24, activation=act, use_bias=use_bias, in_units=5, bias_initializer=bias),
+                nn.Dense(20, activation=act, use_bias=use_bias, in_units=24, bias_initializer=bias),
+                nn.Dense(3, in_units=20))
+        net.initialize(mx.init.Xavier())
+        net.cast(dtype)
+        if hybrid:
+            net.hybridize(static_alloc=static_alloc)
+        x = mx.nd.array(np.random.default_rng(rows).standard_normal((rows, 5)), dtype=dtype)
+        x.attach_grad()
+        got = []
+        for _ in range(2):
+            with autograd.record():
+                out = net(x)
+            out.backward(mx.nd.ones_like(out))
+            got.append([out.asnumpy(), x.grad.asnumpy()] + [p.grad().asnumpy() for p in net.collect_params().values()])
+        results.append(got)
+        if hybrid and act != "softrelu":        # softrelu's backward reads the pre-activation: no forward epilogue
+            assert _marked(net)["forward"] == [("_fc_epilogue", True)] * 2
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for eager, hybrid in zip(*results):
+        for want, have in zip(eager, hybrid):
+            np.testing.assert_allclose(have, want, rtol=tol, atol=tol)
 
 
 # ---------------------------------------------------------------------------------------------------------
