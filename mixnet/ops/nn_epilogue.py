@@ -99,7 +99,7 @@ def _fc_epilogue_inputs(a):
 
 
 register(OpDef(
-    name="_fc_epilogue", fast="_epilogue_kernels.bias_relu, for relu with a bias",
+    name="_fc_epilogue", fast="_epilogue_kernels.bias_relu (bias_relu_feature_major when feature_major), for relu with a bias",
     kernel=_k_fc_epilogue, inputs=_fc_epilogue_inputs, grad=_g_fc_epilogue, hidden=True,
     infer=lambda shapes, dtypes, act_type, feature_major=False, **fc: _infer_fc(shapes, dtypes, **fc),
     writes_out=True,
@@ -188,7 +188,7 @@ def _ref_act_bwd_bias(g, d, act_type, shape):
 
 
 register(OpDef(
-    name="_act_bwd_bias", fast="_epilogue_kernels.act_backward_bias, for relu, sigmoid and tanh",
+    name="_act_bwd_bias", fast="_epilogue_kernels.act_backward_bias (act_backward_bias_feature_major for feature-major arrays, tests/symbol/test_feature_major.py), for relu, sigmoid and tanh",
     kernel=_k_act_bwd_bias, inputs=("grad", "data"), num_outputs=2, hidden=True,
     attrs={"act_type": Attr(choice(*ACTS), REQUIRED), "shape": Attr(parse_shape, REQUIRED)},
     infer=_infer_act_bwd_bias, grad=_g_act_bwd_bias, writes_out=True,
