@@ -22,7 +22,6 @@ from ..ndarray.ndarray import NDArray
 from . import _block_display, cached_graph
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, _load_into, select_params
 from .. import symbol
-from ..ops import _fastpath
 from .utils import InvalidArgument
 
 __all__ = ["Block", "HybridBlock"]
@@ -684,8 +683,6 @@ class HybridBlock(Block):
                            inline_limit=inline_limit, **kwargs)
         if clear:
             self._cached_graphs, self._call_index = {}, None     # (the index would hold the old graphs)
-        if active:          # the eager loops its plans call: loading from the kernel cache starts now, in a thread
-            _fastpath.load_ahead(next((p.dtype for p in self._reg_params.values()), np.float32))
         super().hybridize(active, backend=backend, clear=clear, static_alloc=static_alloc,
                           static_shape=static_shape, inline_limit=inline_limit, **kwargs)
 

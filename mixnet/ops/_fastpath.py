@@ -89,21 +89,6 @@ def _prepare(dtype, load):
     return _module
 
 
-def load_ahead(dtype):
-    """Starts loading `dtype`'s loops in a thread when their machine code is in the kernel cache already
-    (HybridBlock.hybridize: its calls will want them), so that the loading overlaps what the script does before
-    the first call instead of that call. Nothing else: no compiling child starts from here (that waits for a first
-    use), and with background compilation off the loops load at first use as before."""
-    name = _FLOATS.get(np.dtype(dtype))
-    if name is None or _module is not None or not ENABLED or not config.NUMBA or not config.COMPILE_BACKGROUND:
-        return
-    with _state_lock:
-        if name not in _ready and name not in _pending and precompile.eager_is_cached(name):
-            _ready.add(name)
-        if name in _ready:
-            _start_loading()
-
-
 def _start_loading():
     global _loading
     if _loading is None:

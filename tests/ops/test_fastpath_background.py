@@ -339,22 +339,3 @@ def test_cached_eager_loops_go_when_approx_changes(tmp_path, monkeypatch):
     precompile.drop_stale_eager_cache()
     assert not any(os.path.exists(os.path.join(directory, n)) for n in files[:3])
     assert os.path.exists(os.path.join(directory, files[3]))      # the other module's stamp still matched
-
-
-def test_hybridize_starts_loading_cached_loops_and_nothing_else(fresh, monkeypatch):
-    """hybridize() starts loading the eager loops when the kernel cache holds them, so that the loading overlaps
-    what a script does before its first call; with nothing cached it starts no compiling child (a first use
-    does) and loads nothing."""
-    from mixnet.gluon import nn
-    child, _ = fresh
-    net = nn.Dense(4, in_units=3)
-    net.initialize()
-    net.hybridize()
-    assert child.asked == ["float32"] and child.launches == [] and _fastpath._loading is None
-    monkeypatch.setattr(precompile, "eager_is_cached", lambda dtype: dtype == "float32")
-    net.hybridize()
-    assert _fastpath._loading is not None and child.launches == []
-    _fastpath.wait_compiled()
-    assert _fastpath._module is not None
-    net.hybridize(active=False)                      # un-hybridizing loads nothing more
-    assert child.launches == []
