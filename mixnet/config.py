@@ -49,6 +49,10 @@ MIXNET_COMPILE_BACKGROUND=0
                         compile fused kernels before a hybridized block's first call returns. By default (1) the
                         first calls run the unfused compiled graph while the kernels compile in a background
                         thread, and later calls switch to the fused graph once it is ready.
+MIXNET_LOAD_AHEAD=0     do not start loading the eager loops at `import mixnet`. By default (1), where the kernel cache
+                        holds them exported for loading without Numba (a process on this machine ran them before),
+                        a background thread loads them from the import on (~0.04 s of CPU, ~50 MB of memory), so
+                        the first calls find them in; without an export, nothing happens until a kernel asks.
 MIXNET_NUMBA=0          never import Numba (~100 MB of memory and ~1 s of start-up): no fused CPU kernels and no
                         eager Numba loops (convolution, pooling, norms, softmax, RNN steps, optimizer updates); every
                         op runs its generic numpy code, with the same results as MIXNET_FUSE=0 with the fast paths
@@ -242,6 +246,7 @@ class _Config(types.ModuleType):
     FUSE_MIN_SIZE = _Flag("MIXNET_FUSE_MIN_SIZE", _count, 16384)
     COMPILE_BACKGROUND = _Flag("MIXNET_COMPILE_BACKGROUND", _switch, True)
     NUMBA = _Flag("MIXNET_NUMBA", _switch, True)
+    LOAD_AHEAD = _Flag("MIXNET_LOAD_AHEAD", _switch, True)
     PARALLEL_THRESHOLD = _Flag("MIXNET_PARALLEL_THRESHOLD", _count, 100_000)
     CODEGEN_EXACT = _Flag("MIXNET_CODEGEN_EXACT", _switch, False)
     CACHE_DIR = _Flag("MIXNET_CACHE_DIR", str, None)

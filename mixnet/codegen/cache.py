@@ -141,9 +141,11 @@ def _problem(path):
     return None
 
 
-def usable_dir():
+def usable_dir(quiet=False):
     """The kernel directory if it (and Numba's cache directory) can be used safely, else None: then one
-    CacheWarning per directory and process says why, and kernels compile in memory."""
+    CacheWarning per directory and process says why, and kernels compile in memory. quiet: a look ahead (the
+    loops' load at import) that neither warns nor decides: the warning waits for a call of the user's, to point
+    at it."""
     key = (cache_dir(), numba_cache_dir())
     verdict = _verdicts.get(key)
     if verdict is None:
@@ -151,6 +153,8 @@ def usable_dir():
             if key not in _verdicts:
                 problem = next(((p, why) for p in dict.fromkeys(key) if (why := _problem(p))), None)
                 if problem is not None:
+                    if quiet:
+                        return None
                     _warn(*problem)
                 _verdicts[key] = problem is None
             verdict = _verdicts[key]

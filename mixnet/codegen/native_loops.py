@@ -103,6 +103,13 @@ def key(dtype):
             "features": ll.get_host_cpu_features().flatten()}
 
 
+def has_export(dtype):
+    """Whether an export of `dtype` is there to try: a usable kernel cache (asked quietly: this runs at import,
+    where a warning would point at the user's import line) holds its index file. `load` checks the rest."""
+    base = cache.usable_dir(quiet=True)
+    return base is not None and os.path.isfile(os.path.join(base, "native-loops", dtype, "index.json"))
+
+
 def is_exported(dtype):
     if directory(dtype) is None:
         return False

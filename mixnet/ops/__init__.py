@@ -19,3 +19,8 @@ __all__ = ["registry", "dispatch", "attrs"]
 from . import random_unique  # noqa: F401
 from . import random_pdf  # noqa: F401
 from . import sequence_reduce  # noqa: F401  (SequenceSum, SequenceMean: mixnet additions)
+from . import _fastpath  # noqa: E402
+
+# The eager loops' machine code, where the kernel cache holds it exported: loading starts now, in a background
+# thread, while the rest of mixnet imports and the script builds its model (config.LOAD_AHEAD, _fastpath.py)
+_fastpath.load_ahead()

@@ -20,6 +20,10 @@
   are then `_module` (`_numba_kernels` or its NativeLoop namespace) and `loops_of(name)` for the others. With MIXNET_COMPILE_BACKGROUND=0 the module
   is imported on first use and the loops compile on their first call, as Numba does by default.
   `wait_compiled()` blocks until the child and the loading are done (benchmarks, tests).
+* Loading ahead. Where the kernel cache holds float32's export, `import mixnet` starts that ~0.04 s load at once
+  (`load_ahead`, config.LOAD_AHEAD), while the rest of mixnet imports and the user's script builds its model, so
+  the first call finds the loops in: they no longer share its GIL (W2's first call 30-36 -> 16-21 ms). It never
+  imports Numba: without an export it does nothing, and a load that fails leaves the loading to the first call.
 * `workspace(slot, shape, dtype)`: an uninitialised C-contiguous array from a per-thread buffer that is kept
   between calls. A convolution's im2col columns and GEMM output are several megabytes and live only inside one
   kernel call; allocating them fresh each call costs one page fault per 4 KiB page, which on this VM was more
@@ -28,6 +32,8 @@
   5 * WORKSPACE_LIMIT stays allocated per thread (a few MiB for LeNet). A workspace view must not escape the
   kernel that asked for it: the next call of any kernel overwrites it.
 """
+import atexit
+import os
 import threading
 
 import numpy as np
@@ -89,11 +95,57 @@ def _prepare(dtype, load):
     return _module
 
 
+def load_ahead(dtype="float32"):
+    """At import (config.LOAD_AHEAD): where the kernel cache holds `dtype`'s loops exported for loading without
+    Numba (codegen/native_loops.py) and their Numba cache is current, starts loading them in a background thread
+    now, so that they are in by the first call instead of sharing its first ~40 ms (W2's short run). Nothing
+    happens where no export is there: without one, loading means importing Numba (~0.35 s, ~40 MB), which waits
+    until a kernel asks for the loops, as before. A failed load leaves the state as it was, for the first call."""
+    global _loading
+    if not (ENABLED and config.NUMBA and config.COMPILE_BACKGROUND and config.LOAD_AHEAD):
+        return
+    from ..codegen import native_loops  # lazy: only when loops may load
+    if not native_loops.has_export(dtype):                   # a file test: nothing imported, nothing parsed
+        return
+    with _state_lock:
+        if _loading is None and _module is None:
+            _loading = threading.Thread(target=_load_ahead, args=(dtype,), daemon=True, name="mixnet-eager-load")
+            _loading.start()
+            # a script that ends at once must not tear the interpreter down under a thread still in LLVM's code
+            atexit.register(_loading.join, 10)
+
+
+def _load_ahead(dtype):
+    global _module, _modules, _loading
+    from ..codegen import native_loops  # lazy: only when loops load
+    native = native_loops.load([dtype]) if precompile.eager_is_cached(dtype) else None
+    with _state_lock:
+        if native is not None:
+            _ready.add(dtype)
+            _modules = native
+            _module = native["_numba_kernels"]
+        else:
+            _loading = None          # the first call that wants the loops starts loading them its own way
+
+
 def _start_loading():
     global _loading
     if _loading is None:
         _loading = threading.Thread(target=_load, args=(sorted(_ready),), daemon=True, name="mixnet-eager-load")
         _loading.start()
+
+
+def _after_fork_in_child():
+    """A forked child has none of the parent's threads: a load under way there is not running here, and the lock
+    such a thread held would stay held. The child starts its own load when a kernel asks."""
+    global _state_lock, _loading
+    _state_lock = threading.Lock()
+    if _module is None:
+        _loading = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def loops_of(name):
@@ -177,11 +229,12 @@ def wait_compiled():
             if current is None and _ready and _module is None and config.COMPILE_BACKGROUND:
                 _start_loading()
             loading = _loading
-        if current is None:
-            if loading is not None:
-                loading.join()
+        if current is not None:
+            current[0].join()
+        elif loading is not None and loading.is_alive():
+            loading.join()       # and look again: a load ahead that failed leaves the loading to start here
+        else:
             return
-        current[0].join()
 
 
 def workspace(slot, shape, dtype):

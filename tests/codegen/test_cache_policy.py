@@ -160,6 +160,45 @@ def test_an_unusable_or_unsafe_directory_means_one_warning_and_kernels_in_memory
             path.chmod(0o700)
 
 
+@pytest.mark.parametrize("kind", ["a file", "world-writable"])
+def test_a_quiet_look_neither_warns_nor_decides(kind, tmp_path, monkeypatch):
+    """usable_dir(quiet=True) (the loops' load ahead at import) refuses an unsafe directory without a word, and
+    leaves the one warning to the first real use, which points at the user's line."""
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    path = _make(kind, tmp_path, monkeypatch)
+    previous = cache.set_cache_dir(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert cache.usable_dir(quiet=True) is None
+            assert cache.usable_dir(quiet=True) is None
+        with pytest.warns(cache.CacheWarning, match=REFUSED[kind]) as record:
+            assert cache.usable_dir() is None
+        assert len(record) == 1 and record[0].filename == __file__
+    finally:
+        cache.set_cache_dir(previous)
+        if path.is_dir():
+            path.chmod(0o700)
+
+
+def test_import_with_an_unsafe_cache_holding_an_export_neither_warns_nor_loads(tmp_path):
+    """An export in a directory others can write could be anyone's machine code: `import mixnet` does not load
+    it, and says nothing at the import line (the warning comes with the first kernel that wants the cache)."""
+    kernels = tmp_path / "kernels"
+    (kernels / "native-loops" / "float32").mkdir(parents=True)
+    (kernels / "native-loops" / "float32" / "index.json").write_text("{}")
+    kernels.chmod(0o777)
+    probe = ("import threading, warnings\nwarnings.simplefilter('always')\nimport mixnet\n"
+             "print(sorted(t.name for t in threading.enumerate() if t.name.startswith('mixnet')))")
+    env = {**os.environ, "MIXNET_CACHE_DIR": str(kernels), "MIXNET_COMPILE_BACKGROUND": "1"}
+    env.pop("MIXNET_LOAD_AHEAD", None)
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120,
+                         check=False)
+    kernels.chmod(0o700)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "[]" and "CacheWarning" not in out.stderr, (out.stdout, out.stderr)
+
+
 def test_a_sticky_world_writable_directory_is_used(tmp_path, monkeypatch):
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     path = _make("sticky world-writable", tmp_path, monkeypatch)

@@ -208,6 +208,63 @@ def test_a_fresh_process_trains_with_the_loaded_loops_without_importing_numba(ex
     assert loss == pytest.approx(float(plain.stdout.split("loss:")[1]), rel=1e-5)
 
 
+LOAD_AHEAD_PROBE = r"""
+import sys
+import mixnet as mx
+from mixnet.ops import _fastpath
+loading = _fastpath._loading
+print("thread:", loading.name if loading is not None else None)
+if loading is not None:
+    loading.join()
+print("loaded:", type(_fastpath._module).__name__)
+net = mx.gluon.nn.Dense(4, in_units=8)
+net.initialize()
+x = mx.nd.ones((2, 8))
+with mx.autograd.record():
+    y = net(x).sum()
+y.backward()
+print("numba imported:", "numba" in sys.modules)
+"""
+
+
+def _numba_cache_with_markers(directory, monkeypatch):
+    """A Numba cache directory whose markers say float32's loops are in (index files touched, as Numba names
+    them): what eager_is_cached reads before a load."""
+    from mixnet.codegen import precompile
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(directory))
+    os.makedirs(precompile._eager_cache_dir())
+    tag = f"py{sys.version_info.major}{sys.version_info.minor}"
+    for module in MODULES:
+        name = module.__name__.rsplit(".", 1)[1]
+        for loop in module.loops():
+            code = loop.py_func.__code__
+            open(os.path.join(precompile._eager_cache_dir(), f"{name}.{loop.py_func.__qualname__}-"
+                              f"{code.co_firstlineno}.{tag}.nbi"), "wb").close()
+        assert precompile._write_eager_marker("float32", module)
+    assert precompile.eager_is_cached("float32")
+
+
+@pytest.mark.parametrize("switch", [None, "0"], ids=["default", "MIXNET_LOAD_AHEAD=0"])
+def test_import_loads_an_exported_dtype_ahead_without_numba(exported, tmp_path, monkeypatch, switch):
+    """With float32 exported and its Numba cache current, `import mixnet` starts loading the loops (the first
+    call then finds them in); MIXNET_LOAD_AHEAD=0 leaves the loading to the first call, as before."""
+    _numba_cache_with_markers(tmp_path / "numba", monkeypatch)
+    env = {**os.environ, "MIXNET_CACHE_DIR": os.path.dirname(os.path.dirname(exported)), "PYTHONPATH": ROOT}
+    for name in ("MIXNET_COMPILE_BACKGROUND", "MIXNET_LOAD_AHEAD"):
+        env.pop(name, None)
+    if switch is not None:
+        env["MIXNET_LOAD_AHEAD"] = switch
+    out = subprocess.run([sys.executable, "-c", LOAD_AHEAD_PROBE], env=env, capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    if switch is None:
+        assert lines[:2] == ["thread: mixnet-eager-load", "loaded: SimpleNamespace"], out.stdout
+    else:
+        assert lines[:2] == ["thread: None", "loaded: NoneType"], out.stdout
+    assert lines[-1] == "numba imported: False"
+
+
 def test_the_child_job_is_checked_like_the_others():
     from mixnet.codegen import precompile
     assert precompile._checked({"native": "float32"}) == {"native": "float32"}

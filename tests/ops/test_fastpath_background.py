@@ -152,6 +152,116 @@ def test_cached_loops_load_in_the_background_without_a_child(fresh, monkeypatch)
     assert fast_calls == [1] and child.launches == []
 
 
+class FakeNativeLoad:
+    """Stands in for native_loops.load: returns the loop modules (as an export would load them), or None (a stale
+    or broken export), once released; records the dtypes asked for."""
+
+    def __init__(self, ok=True):
+        self.ok, self.asked, self.release = ok, [], threading.Event()
+
+    def __call__(self, dtypes):
+        self.asked.append(list(dtypes))
+        self.release.wait(30)
+        if not self.ok:
+            return None
+        return {"_numba_kernels": _numba_kernels, "_epilogue_kernels": _epilogue_kernels,
+                "_rnn_kernels": _rnn_kernels}
+
+
+@pytest.fixture
+def ahead(fresh, monkeypatch):
+    """`fresh`, with float32's loops in Numba's cache and an export of them in the kernel cache (faked)."""
+    from mixnet.codegen import native_loops
+    child, fast_calls = fresh
+    monkeypatch.setattr(config, "LOAD_AHEAD", True)
+    monkeypatch.setattr(precompile, "eager_is_cached", lambda dtype: dtype == "float32")
+    monkeypatch.setattr(native_loops, "has_export", lambda dtype: dtype == "float32")
+    load = FakeNativeLoad()
+    monkeypatch.setattr(native_loops, "load", load)
+    yield child, fast_calls, load
+    load.release.set()
+
+
+def test_load_ahead_has_the_loops_in_before_the_first_call(ahead):
+    """What `import mixnet` starts where the kernel cache holds an export: the first call runs the loops."""
+    child, fast_calls, load = ahead
+    _fastpath.load_ahead()
+    loading = _fastpath._loading
+    assert loading is not None and loading.name == "mixnet-eager-load"
+    load.release.set()
+    loading.join()
+    x, w = _conv_inputs()
+    np.testing.assert_allclose(nn_conv.conv_forward(np, x, w, *GEO), _generic_conv(x, w), rtol=1e-5, atol=1e-5)
+    assert fast_calls == [1] and load.asked == [["float32"]] and child.launches == []
+    assert _fastpath._loading is loading                    # no second load
+
+
+def test_a_call_during_the_load_ahead_runs_generic_and_starts_nothing(ahead):
+    child, fast_calls, load = ahead
+    _fastpath.load_ahead()
+    x, w = _conv_inputs()
+    np.testing.assert_array_equal(nn_conv.conv_forward(np, x, w, *GEO), _generic_conv(x, w))
+    assert fast_calls == [] and child.launches == [] and load.asked == [["float32"]]
+    load.release.set()
+    _fastpath.wait_compiled()
+    nn_conv.conv_forward(np, x, w, *GEO)
+    assert fast_calls == [1] and load.asked == [["float32"]]
+
+
+@pytest.mark.parametrize("why", ["no export", "switched off", "background off", "numba off", "loops loaded"])
+def test_no_load_ahead_without_an_export_or_when_switched_off(ahead, monkeypatch, why):
+    from mixnet.codegen import native_loops
+    _, _, load = ahead
+    if why == "no export":
+        monkeypatch.setattr(native_loops, "has_export", lambda dtype: False)
+    elif why == "switched off":
+        monkeypatch.setattr(config, "LOAD_AHEAD", False)
+    elif why == "background off":
+        monkeypatch.setattr(config, "COMPILE_BACKGROUND", False)
+    elif why == "numba off":
+        monkeypatch.setattr(config, "NUMBA", False)
+    else:
+        monkeypatch.setattr(_fastpath, "_module", _numba_kernels)
+    _fastpath.load_ahead()
+    assert _fastpath._loading is None and load.asked == []
+
+
+def test_a_failed_load_ahead_leaves_the_loading_to_the_first_call(ahead, monkeypatch):
+    """A stale export (native_loops.load gives None): the load ahead never falls back to Numba itself; a call
+    that wants the loops then loads them the usual way, and wait_compiled waits for that too."""
+    child, fast_calls, load = ahead
+    load.ok = False
+    through_numba = []
+    monkeypatch.setattr(_fastpath, "_load_through_numba",
+                        lambda dtypes: through_numba.append(list(dtypes)) or {"_numba_kernels": _numba_kernels})
+    monkeypatch.setattr(precompile, "export_native_elsewhere", lambda dtypes: None)
+    _fastpath.load_ahead()
+    x, w = _conv_inputs()
+    nn_conv.conv_forward(np, x, w, *GEO)                 # while the load ahead runs: generic, marks float32 ready
+    load.release.set()
+    _fastpath.wait_compiled()                            # the failed load ahead, then the usual load it started
+    assert through_numba == [["float32"]] and _fastpath._module is _numba_kernels
+    nn_conv.conv_forward(np, x, w, *GEO)
+    assert fast_calls == [1] and child.launches == []
+
+
+def test_a_fork_during_a_load_ahead_leaves_the_child_free_to_load(ahead):
+    """The child of a fork has no loading thread and a lock of its own: its own first call starts its load."""
+    _, _, load = ahead
+    _fastpath.load_ahead()
+    loading, held = _fastpath._loading, _fastpath._state_lock
+    held.acquire()                                       # as if the loading thread held it at the fork
+    try:
+        _fastpath._after_fork_in_child()
+        assert _fastpath._loading is None and _fastpath._state_lock is not held
+        assert _fastpath._state_lock.acquire(blocking=False)
+        _fastpath._state_lock.release()
+    finally:
+        held.release()
+        load.release.set()
+        loading.join()
+
+
 def test_background_off_compiles_on_first_use(fresh, monkeypatch):
     child, fast_calls = fresh
     monkeypatch.setattr(config, "COMPILE_BACKGROUND", False)
