@@ -121,8 +121,10 @@ def _run_child(pending, env, timeout):
                 if not jobs:
                     return True
                 argument = json.dumps({"parent": os.getpid(), "jobs": jobs})
+                # MIXNET_LOAD_AHEAD=0: the child compiles or exports with Numba; loading an export at its import
+                # would be work for nothing
                 done = subprocess.run([sys.executable, "-c", _CHILD, _PACKAGE_ROOT, argument],
-                                      env=dict(os.environ, **env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                                      env=dict(os.environ, MIXNET_LOAD_AHEAD="0", **env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
                                       timeout=max(1.0, deadline - time.monotonic()),
                                       pass_fds=() if lock is None else (lock,))
         except (OSError, subprocess.SubprocessError, TimeoutError):

@@ -290,6 +290,21 @@ def test_three_processes_share_one_compiling_child(tmp_path):
     assert all(r["fused"] == 1 and r["same"] for r in results), results
 
 
+def test_a_compiling_child_does_not_load_the_loops_ahead(monkeypatch):
+    """The child compiles or exports with Numba: its import must not start loading an export as well."""
+    from mixnet.codegen import precompile
+    seen = []
+
+    def fake_run(args, **kwargs):
+        seen.append(kwargs["env"])
+        return subprocess.CompletedProcess(args, 0)
+
+    monkeypatch.setattr(precompile.subprocess, "run", fake_run)
+    monkeypatch.setenv("MIXNET_LOAD_AHEAD", "1")
+    assert precompile._run_child(lambda: [{"eager": "float32"}], {"NUMBA_NUM_THREADS": "1"}, 30)
+    assert len(seen) == 1 and seen[0]["MIXNET_LOAD_AHEAD"] == "0" and seen[0]["NUMBA_NUM_THREADS"] == "1"
+
+
 PARENT = textwrap.dedent('''
     import json, os, subprocess, sys
     from mixnet.codegen import Group, Step, compile_kernel, inp, numba_cpu, cache
