@@ -12,11 +12,12 @@ Cases:
       baseline: the hand-written Numba kernel (parallel variant, the one the fused kernel runs at this size,
       elementwise.py's `hand_written`). Target (issue 13): mean per call over the run <= 1.3x the baseline.
   W2  the MLP 784-512-512-10 training step (mlp.py: net and loss hybridized, record, backward, SGD), batch 128;
-      baseline: mlp.py's hand-written numpy step. Target: <= 1.0x the baseline. Not met. Where W2 stands
-      (benchmarks/README.md, "Feature-major hidden layers, ..."): warm 1.01x on a quiet machine, its eager loops
-      loaded without Numba. The steady state is 0.994-0.997x: its hidden layers' GEMMs run in the shape OpenBLAS
-      computes faster (feature-major), and mixnet's fused kernels beat numpy's passes; what is left is the first
-      calls (~1.4% of the run: the first call 30-33 ms, 16 ms were the loops loaded already).
+      baseline: mlp.py's hand-written numpy step. Target: <= 1.0x the baseline. Where W2 stands
+      (benchmarks/README.md, "The eager loops loaded ahead, at import"): the steady state is 0.994-0.997x (its
+      hidden layers' GEMMs run in the shape OpenBLAS computes faster, feature-major, and mixnet's fused kernels
+      beat numpy's passes); with a warm cache `import mixnet` loads the eager loops without Numba, so the first
+      calls no longer share the GIL with that load (~25-30 ms less of the window); what is left is the first
+      call's trace and plans.
 Cache states, each in its own temporary MIXNET_CACHE_DIR (NUMBA_CACHE_DIR inside it, so the eager fast-path
 loops are cold too):
   cold  nothing compiled yet;
@@ -30,8 +31,9 @@ numba_imported (whether the window ended with Numba in the process).
     python3 benchmarks/short_run.py [--cases W1,W2] [--states cold,warm] [--repeats 3] [--seconds 3]
                                     [--threads 1] [--mixnet /path/to/checkout] [--preload]
 --mixnet runs another checkout (before/after comparisons); each row names the mixnet it imported.
---preload (warm cache only; a diagnostic, not what a user gets): the child loads the eager loops before building
-the block, outside the window, which then shows what W2 would get if that loading cost nothing.
+--preload (warm cache only; a diagnostic): the child waits until the eager loops are loaded before building the
+block. Since `import mixnet` starts that load (config.LOAD_AHEAD), it differs from the default only where the
+load is not done by the first call.
 """
 import argparse
 import json
@@ -150,7 +152,8 @@ def w2(mx, np):
 
 
 def preload_eager_loops(np):
-    """Imports Numba and loads the eager loops' cached float32 code now, before the window (--preload)."""
+    """Loads the eager loops' cached float32 code now, before the window (--preload): the load `import mixnet`
+    started, or one started here (without Numba where the cache holds their export)."""
     from mixnet.ops import _fastpath
     _fastpath.numba_kernels(np, np.zeros(1, np.float32))     # a warm cache: starts the background loading
     _fastpath.wait_compiled()
