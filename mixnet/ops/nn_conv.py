@@ -769,8 +769,8 @@ def _g_fc(c, g):
     dx = call("Reshape", call("_fc_data_grad", g2, w), shape=x.shape) if _in_graph(x) else None
     grads = (dx, call("_fc_weight_grad", g2, x2) if _in_graph(w) else None)
     if len(c.inputs) == 3:
-        grads += (call("Reshape", call("_sum_to", g2, shape=(1, w.shape[0])), shape=(w.shape[0],))
-                  if _in_graph(c.inputs[2]) else None,)
+        # summed straight to the bias's (N,) shape (_sum_to drops the leading axes): no Reshape node after it
+        grads += (call("_sum_to", g2, shape=(w.shape[0],)) if _in_graph(c.inputs[2]) else None,)
     return grads
 
 

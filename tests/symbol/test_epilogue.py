@@ -138,6 +138,12 @@ def test_dense_layers_fire_in_every_plan(act):
     assert ("_fc_epilogue" in seen["forward"]) == (act != "softrelu")
     assert "_act_bwd_bias" in seen["backward"]
     assert seen["backward"].count("_sum_to") == 1                 # the last layer's bias: no activation there
+    # a bias gradient is summed straight to its (N,) shape: no Reshape after the sum (a kernel call per layer
+    # per step)
+    backward = dict(_plans(net))["backward"].symbol
+    sums = {id(n) for n in backward._nodes() if n.op is not None and n.op.name in ("_sum_to", "_act_bwd_bias")}
+    assert not [n for n in backward._nodes() if n.op is not None and n.op.name == "Reshape"
+                and id(n.inputs[0][0]) in sums]
     inference = dict(_plans(net))["inference"].compiled.source
     assert "# _fc_epilogue dense" in inference and "# Activation" not in inference
 
