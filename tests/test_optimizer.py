@@ -349,3 +349,24 @@ def test_update_multi_precision_takes_lists():
     states = [opt.create_state_multi_precision(i, w) for i, w in enumerate(weights)]
     opt.update_multi_precision([0, 1], weights, grads, states)
     assert weights[0].asnumpy().tolist() == [0.5, 0.5] and weights[1].asnumpy().tolist() == [0.0] * 3
+
+
+def test_update_counts_of_the_device_after_set_states():
+    """Each device keeps its own update counts; an updater selects its device's before it updates. Loaded states
+    replace every device's counts (and select the first device's), so the next update on another device must
+    count from that device's loaded count, even when that device was the one selected before the load."""
+    o = opt.create("sgd", learning_rate=0.1)
+    on_cpu0, on_cpu1 = opt.get_updater(o), opt.get_updater(o)
+    arrays = {k: (mx.nd.ones((3,), ctx=mx.cpu(k)), mx.nd.ones((3,), ctx=mx.cpu(k))) for k in (0, 1)}
+    for _ in range(3):
+        on_cpu0(0, *arrays[0])
+    on_cpu1(0, *arrays[1])
+    states = on_cpu1.get_states(dump_optimizer=True)          # cpu(0) counted 3 updates, cpu(1) one
+
+    loaded = opt.create("sgd", learning_rate=0.1)
+    updater = opt.get_updater(loaded)
+    updater(0, *arrays[1])                                     # cpu(1) selected
+    updater.set_states(states)
+    updater(0, *arrays[1])
+    assert loaded._all_index_update_counts == {"cpu(0)": {0: 3}, "cpu(1)": {0: 2}}
+    assert loaded.num_update == 3

@@ -33,6 +33,7 @@ from .parameter import Parameter, ParameterDict
 _DATA = operator.attrgetter("_data")
 _GRAD = operator.attrgetter("_grad")
 _GRAD_REQ = operator.attrgetter("_grad_req")
+_FRESH = operator.attrgetter("_fresh_grad")
 
 __all__ = ["Trainer", "StaleGradientError"]
 
@@ -388,9 +389,9 @@ class Trainer:
         reset_ctx, grad_req and attach_grad replace them); anything else rebuilds it as every step once did."""
         cached = self._targets_cache
         if cached is not None:      # identity checks mapped over C getters: no Python frame per parameter
-            params, datas, reqs, arrays, grads, targets = cached
+            params, datas, reqs, arrays, grads, targets, updaters, _ = cached
             if all(map(operator.is_, map(_DATA, params), datas)) and list(map(_GRAD_REQ, params)) == reqs \
-                    and all(map(operator.is_, map(_GRAD, arrays), grads)):
+                    and all(map(operator.is_, map(_GRAD, arrays), grads)) and updaters is self._updaters:
                 return targets
         targets = []
         for i, param in enumerate(self._params):
@@ -399,11 +400,21 @@ class Trainer:
             targets.append((i, param, param._all_data(), param.list_grad()))
         params = list(self._params)
         arrays = [a for _, _, datas, _ in targets for a in datas]
+        # what each updater (one per device) gets when every gradient is fresh: built with the targets, reused
+        every = [([], [], []) for _ in self._updaters]
+        for i, _, datas, grads in targets:
+            for (indices, upd_grads, weights), arr, grad in zip(every, datas, grads):
+                indices.append(i)
+                upd_grads.append(grad)
+                weights.append(arr)
+        updated = [arr for _, _, weights in every for arr in weights]
         self._targets_cache = (params, list(map(_DATA, params)), list(map(_GRAD_REQ, params)), arrays,
-                               list(map(_GRAD, arrays)), targets)
+                               list(map(_GRAD, arrays)), targets, self._updaters, (every, updated))
         return targets
 
     def _stale_check(self, targets):
+        if all(map(_FRESH, self._targets_cache[3])):     # every array of the targets (one C pass)
+            return
         for _, param, arrays, _ in targets:
             for data in arrays:
                 if not data._fresh_grad:
@@ -433,10 +444,18 @@ class Trainer:
                     for d in datas:
                         d._fresh_grad = False
             return
-        updates = [[] for _ in self._updaters]
+        if not ignore_stale_grad:       # every gradient is fresh (checked above): each updater takes all of them
+            every, updated = self._targets_cache[7]
+            for arr in updated:
+                arr._fresh_grad = False
+            for updater, (indices, grads, weights) in zip(self._updaters, every):
+                if indices:
+                    updater(indices, grads, weights)      # (the Updater copies the lists it is given)
+            return
+        updates = [[] for _ in self._updaters]          # ignore_stale_grad: the fresh ones only
         for i, _, datas, grads in targets:
             for upd, arr, grad in zip(updates, datas, grads):
-                if not ignore_stale_grad or arr._fresh_grad:
+                if arr._fresh_grad:
                     upd.append((i, grad, arr))
                     arr._fresh_grad = False
         for updater, upd in zip(self._updaters, updates):

@@ -24,7 +24,9 @@ shared schedule once per parameter per step); AdaDelta does not modify the calle
 import copy
 import json
 import math
+import operator
 import warnings
+from itertools import repeat
 
 import numpy as np
 
@@ -238,13 +240,19 @@ class Optimizer:
                     self.wd_mult[name] = _sym_mult(name, "__wd_mult__", attr[name]["__wd_mult__"])
         self.wd_mult.update(args_wd_mult)
 
+    _counts_of = (None, None)        # (the device last selected, its counts): the same device every step
+
     def _set_current_context(self, device_id):
         """Selects the update counts of one device (each device's updater counts its own updates)."""
+        last, counts = self._counts_of
+        if device_id is last and counts is self._index_update_count:
+            return
         key = device_id if isinstance(device_id, str) else f"cpu({device_id})" if isinstance(device_id, int) \
             else _ctx_key(device_id)
         if key not in self._all_index_update_counts:
             self._all_index_update_counts[key] = {}
         self._index_update_count = self._all_index_update_counts[key]
+        self._counts_of = (device_id, self._index_update_count)
 
     def _update_count(self, index):
         if not isinstance(index, (list, tuple)):
@@ -1405,7 +1413,7 @@ class Updater:
         if not indices:
             return
         synced = self.states_synced
-        for i, w in zip(indices, weights):
+        for i, w in ([] if all(map(synced.get, indices)) else zip(indices, weights)):   # every step: all synced
             if synced.get(i):
                 continue
             if i not in self.states:
@@ -1421,10 +1429,11 @@ class Updater:
         optimizer = self.optimizer
         optimizer._set_current_context(weights[0]._ctx)
         states = list(map(self.states.__getitem__, indices))
-        lazy = []                    # a loop without a call per dense gradient: this runs every step
-        for p, g in enumerate(grads):
-            if type(g) is not NDArray and optimizer._lazy_rows(weights[p], g) is not None:
-                lazy.append(p)
+        lazy = []                    # every step: dense gradients only, found in one C pass
+        if not all(map(operator.is_, map(type, grads), repeat(NDArray, len(grads)))):
+            for p, g in enumerate(grads):
+                if type(g) is not NDArray and optimizer._lazy_rows(weights[p], g) is not None:
+                    lazy.append(p)
         if len(indices) == 1 or len(lazy) == len(indices):
             for p in range(len(indices)):
                 self.optimizer.update_multi_precision(indices[p], weights[p], grads[p], states[p])

@@ -171,3 +171,53 @@ def test_a_new_trainer_on_packed_parameters(name):
         results.append(list(_values(model).values()))
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def _two_device_run(tmp_path, reload_into_same):
+    """SGD with a per-update schedule on a parameter held on two devices (an Updater per device, one optimizer):
+    2 steps, save, then either 2 more steps and a reload of the saved states (and the weights) into the same
+    Trainer, or a new Trainer loading them; then 1 step. Returns the values and the per-device update counts."""
+    ctxs = [mx.cpu(0), mx.cpu(1)]
+    p = gluon.Parameter("p", shape=(3,), init="ones")
+    p.initialize(ctx=ctxs)
+    def new_trainer():
+        sched = mx.lr_scheduler.FactorScheduler(step=1, factor=0.5, base_lr=0.1)
+        return gluon.Trainer([p], "sgd", {"learning_rate": 0.1, "lr_scheduler": sched}, update_on_kvstore=False)
+
+    trainer = new_trainer()
+
+    def step():
+        with autograd.record():
+            losses = [(p.data(c) * mx.nd.array([1.0, 2.0, 3.0], ctx=c)).sum() for c in ctxs]
+        for loss in losses:
+            loss.backward()
+        trainer.step(1)
+
+    step()
+    step()
+    fname = str(tmp_path / f"two-{reload_into_same}.states")
+    trainer.save_states(fname)
+    weights = p.data(ctxs[0]).copy()
+    if reload_into_same:
+        step()
+        step()
+        p.set_data(weights)                # load_states restores the optimizer, not the weights
+    else:
+        trainer = new_trainer()
+    trainer.load_states(fname)
+    step()
+    counts = trainer._optimizer._all_index_update_counts
+    return [p.data(c).asnumpy() for c in ctxs], {dev: dict(c) for dev, c in counts.items()}
+
+
+def test_update_counts_per_device_follow_a_reload(tmp_path):
+    """Each device's updater selects that device's update counts before it updates (Optimizer.
+    _set_current_context, which keeps the last selection while nothing replaced the counts): after load_states
+    replaced them in a Trainer that had already stepped, the next step counts and schedules from the loaded
+    counts, exactly as a new Trainer loading the same file does."""
+    same_values, same_counts = _two_device_run(tmp_path, True)
+    new_values, new_counts = _two_device_run(tmp_path, False)
+    assert same_counts == new_counts
+    assert all(count == {0: 3} for count in same_counts.values()) and len(same_counts) == 2
+    for a, b in zip(same_values, new_values):
+        np.testing.assert_array_equal(a, b)
