@@ -111,11 +111,20 @@ def _fuse(graph, options):
     return graph.with_symbol(symbol, fused_groups=groups)
 
 
+def _plannable(node):
+    """Whether a node's outputs may take planned buffers: its kernel writes into given buffers (writes_out), and
+    the epilogue pass did not mark it feature-major. A planned buffer is row-major, so a feature-major value
+    written into one is computed row-major, and its activation backward runs on that layout too. W2 with
+    static_alloc ran 4.6% slower that way than without planned buffers (benchmarks/README.md)."""
+    return node.op is not None and node.op.writes_out and not node.attrs.get("feature_major")
+
+
 def _memory(graph, options):
-    """static_alloc: planned buffers for the outputs of ops that write into given buffers and stay in the call."""
+    """static_alloc: planned buffers for the outputs of ops that write into given buffers and stay in the call
+    (feature-major values excepted: _plannable)."""
     symbol = graph.symbol
     heads = {(id(n), i) for n, i in symbol._outputs}
-    eligible = [(id(n), i) for n in symbol._nodes() if n.op is not None and n.op.writes_out
+    eligible = [(id(n), i) for n in symbol._nodes() if _plannable(n)
                 for i in range(n.num_outputs()) if (id(n), i) not in heads]
     return dataclasses.replace(graph, buffers=memory.assign_buffers(symbol, *graph_types(symbol._outputs),
                                                                     eligible))
