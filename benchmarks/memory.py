@@ -132,7 +132,9 @@ def gluon_setup(mx, hybrid, static):
     for p in net.collect_params().values():
         arr = p.data()
         g = getattr(arr, "_grad", None)
-        if g is None and hasattr(p, "_grad"):          # MXNet 1.x keeps them on the Parameter (list per ctx)
+        # MXNet 1.x keeps them on the Parameter (a list per ctx). Not asked of mixnet: its Parameter._grad gives
+        # MXNet's view of them and so allocates them (320 MiB here) where backward has not yet.
+        if g is None and mx.__name__ == "mxnet":
             g = p._grad
         grads += g is not None
     return forward, grads
