@@ -20,6 +20,7 @@ parameters and optimizer before it changes anything.
 """
 
 import operator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,6 +35,19 @@ _DATA = operator.attrgetter("_data")
 _GRAD = operator.attrgetter("_grad")
 _GRAD_REQ = operator.attrgetter("_grad_req")
 _FRESH = operator.attrgetter("_fresh_grad")
+
+
+class _Targets(NamedTuple):
+    """Trainer._targets' cache: what it was built from (checked by identity each step) and what it built."""
+    params: list          # the Trainer's parameters, their array lists and grad_reqs when built
+    datas: list
+    reqs: list
+    arrays: list          # every per-device array of the targets, and their gradient buffers
+    grads: list
+    targets: list         # [(index, param, arrays, grads)]
+    updaters: list        # the Trainer's updater list when built
+    every: list           # per updater: (indices, grads, weights) of all the targets
+    updated: list         # the arrays in `every`: their fresh flags are cleared by a step
 
 __all__ = ["Trainer", "StaleGradientError"]
 
@@ -389,10 +403,11 @@ class Trainer:
         reset_ctx, grad_req and attach_grad replace them); anything else rebuilds it as every step once did."""
         cached = self._targets_cache
         if cached is not None:      # identity checks mapped over C getters: no Python frame per parameter
-            params, datas, reqs, arrays, grads, targets, updaters, _ = cached
-            if all(map(operator.is_, map(_DATA, params), datas)) and list(map(_GRAD_REQ, params)) == reqs \
-                    and all(map(operator.is_, map(_GRAD, arrays), grads)) and updaters is self._updaters:
-                return targets
+            if all(map(operator.is_, map(_DATA, cached.params), cached.datas)) \
+                    and list(map(_GRAD_REQ, cached.params)) == cached.reqs \
+                    and all(map(operator.is_, map(_GRAD, cached.arrays), cached.grads)) \
+                    and cached.updaters is self._updaters:
+                return cached.targets
         targets = []
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
@@ -407,13 +422,13 @@ class Trainer:
                 indices.append(i)
                 upd_grads.append(grad)
                 weights.append(arr)
-        updated = [arr for _, _, weights in every for arr in weights]
-        self._targets_cache = (params, list(map(_DATA, params)), list(map(_GRAD_REQ, params)), arrays,
-                               list(map(_GRAD, arrays)), targets, self._updaters, (every, updated))
+        self._targets_cache = _Targets(params, list(map(_DATA, params)), list(map(_GRAD_REQ, params)), arrays,
+                                       list(map(_GRAD, arrays)), targets, self._updaters, every,
+                                       [arr for _, _, weights in every for arr in weights])
         return targets
 
     def _stale_check(self, targets):
-        if all(map(_FRESH, self._targets_cache[3])):     # every array of the targets (one C pass)
+        if all(map(_FRESH, self._targets_cache.arrays)):     # every array of the targets (one C pass)
             return
         for _, param, arrays, _ in targets:
             for data in arrays:
@@ -445,10 +460,10 @@ class Trainer:
                         d._fresh_grad = False
             return
         if not ignore_stale_grad:       # every gradient is fresh (checked above): each updater takes all of them
-            every, updated = self._targets_cache[7]
-            for arr in updated:
+            cached = self._targets_cache
+            for arr in cached.updated:
                 arr._fresh_grad = False
-            for updater, (indices, grads, weights) in zip(self._updaters, every):
+            for updater, (indices, grads, weights) in zip(self._updaters, cached.every):
                 if indices:
                     updater(indices, grads, weights)      # (the Updater copies the lists it is given)
             return
