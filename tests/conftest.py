@@ -17,6 +17,31 @@ settings.register_profile("dev", max_examples=25, deadline=None,
 settings.load_profile(os.environ.get("MIXNET_HYPOTHESIS_PROFILE", "ci"))
 
 
+# MIXNET_TEST_CONTEXT=gpu runs every test with mx.gpu(0) as the default device (arrays made without a ctx land on
+# the GPU), so the suite written for the CPU doubles as a GPU check on a machine that has one. Tests that name
+# mx.cpu() stay on the CPU. Without a GPU the run stops at once with the reason, rather than skipping silently.
+TEST_CONTEXT = os.environ.get("MIXNET_TEST_CONTEXT", "cpu")
+
+
+def pytest_configure(config):
+    if TEST_CONTEXT not in ("cpu", "gpu"):
+        raise pytest.UsageError(f"MIXNET_TEST_CONTEXT must be 'cpu' or 'gpu', got {TEST_CONTEXT!r}")
+    if TEST_CONTEXT == "gpu":
+        import mixnet as mx
+        if mx.context.num_gpus() == 0:
+            raise pytest.UsageError("MIXNET_TEST_CONTEXT=gpu, but cupy finds no GPU (mx.context.num_gpus() == 0)")
+
+
+@pytest.fixture(autouse=True)
+def _default_context():
+    if TEST_CONTEXT == "cpu":
+        yield
+        return
+    import mixnet as mx
+    with mx.gpu(0):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _seeded():
     import mixnet as mx

@@ -581,7 +581,7 @@ def test_fused_op_runs_on_the_gpu_and_out_is_filled():
     got = fused.eval(x=mx.nd.array(xs, ctx=mx.gpu(0)))[0]
     expected = np.tanh(xs * 0.5 + 1) / (1 + np.exp(-xs)) - xs * xs / 3
     np.testing.assert_allclose(got.asnumpy(), expected, rtol=1e-5, atol=1e-6)
-    out = cupy.empty((20, 10), np.float32)[:, ::2]                       # non-contiguous out=
+    out = cupy.empty((10, 20), np.float32)[:, ::2]                       # non-contiguous out=
     kernel = node.attrs["kernel"]
     assert kernel(cupy.asarray(xs[:100].reshape(10, 10)), out=out) is out
     np.testing.assert_allclose(cupy.asnumpy(out), expected[:100].reshape(10, 10), rtol=1e-5, atol=1e-6)
