@@ -74,27 +74,27 @@ def _taps(kernel, stride, dilate, pad, out, dtype):
     return rows.astype(dtype)[None, None], cols.astype(dtype)[None, None]
 
 
-def _columns_numpy(data, offset, geometry, dg):
-    """The sampled columns (N, C, K, L)."""
+def _columns(xp, data, offset, geometry, dg):
+    """The sampled columns (N, C, K, L), computed by `xp` (numpy, or cupy on a GPU)."""
     kernel, stride, dilate, pad, out = geometry
     n, c, height, width = data.shape
     taps, length = kernel[0] * kernel[1], out[0] * out[1]
     off = offset.reshape(n, dg, taps, 2, length)
-    rows, cols = _taps(kernel, stride, dilate, pad, out, data.dtype)
+    rows, cols = (xp.asarray(t) for t in _taps(kernel, stride, dilate, pad, out, data.dtype))
     y, x = rows + off[:, :, :, 0], cols + off[:, :, :, 1]
     valid = (y >= 0) & (x >= 0) & (y < height) & (x < width)
-    y0 = np.clip(np.floor(y), 0, height - 1).astype(np.int64)
-    x0 = np.clip(np.floor(x), 0, width - 1).astype(np.int64)
+    y0 = xp.clip(xp.floor(y), 0, height - 1).astype(np.int64)
+    x0 = xp.clip(xp.floor(x), 0, width - 1).astype(np.int64)
     y_edge, x_edge = y0 >= height - 1, x0 >= width - 1
-    ly = np.where(y_edge, 0, y - y0).astype(data.dtype)
-    lx = np.where(x_edge, 0, x - x0).astype(data.dtype)
-    y1, x1 = np.where(y_edge, y0, y0 + 1), np.where(x_edge, x0, x0 + 1)
+    ly = xp.where(y_edge, 0, y - y0).astype(data.dtype)
+    lx = xp.where(x_edge, 0, x - x0).astype(data.dtype)
+    y1, x1 = xp.where(y_edge, y0, y0 + 1), xp.where(x_edge, x0, x0 + 1)
     grouped = data.reshape(n, dg, c // dg, height * width)
     cols_out = 0
     for yy, xx, w in ((y0, x0, (1 - ly) * (1 - lx)), (y0, x1, (1 - ly) * lx), (y1, x0, ly * (1 - lx)),
                       (y1, x1, ly * lx)):
         pos = (yy * width + xx).reshape(n, dg, 1, taps * length)
-        values = np.take_along_axis(grouped, np.broadcast_to(pos, grouped.shape[:3] + pos.shape[-1:]), axis=3)
+        values = xp.take_along_axis(grouped, xp.broadcast_to(pos, grouped.shape[:3] + pos.shape[-1:]), axis=3)
         cols_out = cols_out + values.reshape(n, dg, c // dg, taps, length) * (w * valid)[:, :, None]
     return cols_out.reshape(n, c, taps, length)
 
@@ -102,12 +102,12 @@ def _columns_numpy(data, offset, geometry, dg):
 def _kernel(xp, data, offset, weight, bias=None, **a):
     geometry = _geometry([data.shape, offset.shape, weight.shape] + ([] if bias is None else [bias.shape]), a)
     out = geometry[-1]
-    cols = _columns_numpy(data, offset, geometry, a["num_deformable_group"])
+    cols = _columns(xp, data, offset, geometry, a["num_deformable_group"])
     n, c, taps, length = cols.shape
     groups, filters = a["num_group"], a["num_filter"]
     cols = cols.reshape(n, groups, c // groups * taps, length)
     w = weight.reshape(groups, filters // groups, c // groups * taps)
-    result = np.einsum("gfk,ngkl->ngfl", w, cols).reshape(n, filters, out[0], out[1])
+    result = xp.einsum("gfk,ngkl->ngfl", w, cols).reshape(n, filters, out[0], out[1])
     if bias is not None:
         result = result + bias.reshape(1, filters, 1, 1)
     return result.astype(data.dtype, copy=False)

@@ -127,7 +127,7 @@ def _put_along_axis_add(xp, g, index, shape, axis, mode):
     idx = _fix_mode(xp, _as_index(xp, index), shape[axis], mode, "take")
     out = xp.zeros(check_shape(shape), dtype=g.dtype)
     # every position of the index array adds its gradient into out at (..., idx, ...) along `axis`
-    grids = list(xp.indices(idx.shape, sparse=True))
+    grids = list(xp.ix_(*(xp.arange(n) for n in idx.shape)))    # an open grid (cupy's indices has no sparse=)
     grids[axis] = idx
     xp.add.at(out, tuple(grids), g)
     return out

@@ -480,13 +480,21 @@ register(OpDef(
 
 # ---------------------------------------------------------------------------------------------------------
 # triangular ops: potrf, potri, trmm, trsm, syrk
+def _cholesky(xp, a):
+    if xp is np:
+        return np.linalg.cholesky(a)
+    import cupyx
+    with cupyx.errstate(linalg="raise"):    # cupy ignores cuSOLVER's failure code unless asked (one sync)
+        return xp.linalg.cholesky(a)
+
+
 def _potrf(xp, a, lower=True):
     _check_float("linalg.potrf", a)
     _check_square("linalg.potrf", a)
     try:       # lower=False: U (A = U^T U) from the upper triangle, the transposed problem's L transposed
         if lower:
-            return xp.linalg.cholesky(a).astype(a.dtype, copy=False)
-        return _mT(xp, xp.linalg.cholesky(_mT(xp, a))).astype(a.dtype, copy=False)
+            return _cholesky(xp, a).astype(a.dtype, copy=False)
+        return _mT(xp, _cholesky(xp, _mT(xp, a))).astype(a.dtype, copy=False)
     except np.linalg.LinAlgError:
         raise ValueError("the Cholesky factorization failed: the input is not symmetric positive definite") \
             from None

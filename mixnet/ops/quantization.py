@@ -91,8 +91,9 @@ def _quantize_v2(xp, data, out_type, min_calib_range, max_calib_range):
     if calibrated:
         lo, hi = np.float32(min_calib_range), np.float32(max_calib_range)
     else:                                   # the data's own range (MXNet starts from +-FLT_MAX)
-        lo = data.min() if data.size else np.finfo(_F32).max
-        hi = data.max() if data.size else -np.finfo(_F32).max
+        # host floats (float32 values, exact in float64); on a GPU this reads two scalars back
+        lo = float(data.min()) if data.size else float(np.finfo(_F32).max)
+        hi = float(data.max()) if data.size else float(-np.finfo(_F32).max)
     kind = _v2_type(out_type, min_calib_range, max_calib_range)
     real = np.float32(max(abs(lo), abs(hi)))
     info = np.iinfo(_CODES[kind])

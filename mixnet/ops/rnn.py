@@ -452,7 +452,8 @@ def _k_rnn(xp, *arrays, is_train, rng, **a):
         dirs = 2 if a["bidirectional"] else 1
         shape = (a["num_layers"] - 1, t, n, dirs * (a["projection_size"] or a["state_size"]))
         if is_train:
-            masks = ((rng.random(shape) >= a["p"]) / (1.0 - a["p"])).astype(dtype)
+            # drawn on the host by the device's generator, then placed on the data's device
+            masks = xp.asarray(((rng.random(shape) >= a["p"]) / (1.0 - a["p"])).astype(dtype))
         else:
             masks = xp.ones(shape, dtype=dtype)
     save = is_train or _mode.MODE.get().recording

@@ -405,7 +405,8 @@ def _pad(xp, x, mode, pad_width, constant_value):
     pairs = _pad_pairs(x.shape, x.dtype, mode, pad_width)
     _padded_shape(x.shape, pairs)
     if mode == "constant":
-        return xp.pad(x, pairs, mode="constant", constant_values=xp.asarray(constant_value, dtype=x.dtype))
+        # a numpy scalar of x's dtype: cupy.pad converts constant_values through numpy, which a cupy array refuses
+        return xp.pad(x, pairs, mode="constant", constant_values=np.asarray(constant_value, dtype=x.dtype)[()])
     return xp.pad(x, pairs, mode=mode)
 
 
@@ -1177,8 +1178,9 @@ register(OpDef(
 # ---------------------------------------------------------------------------------------------------------
 # clip
 def _clip(xp, x, a_min, a_max):
-    lo = np.asarray(a_min).astype(x.dtype)
-    hi = np.asarray(a_max).astype(x.dtype)
+    # numpy scalars of x's dtype (the C cast numpy's astype does): cupy takes scalars, not numpy 0-d arrays
+    lo = np.asarray(a_min).astype(x.dtype)[()]
+    hi = np.asarray(a_max).astype(x.dtype)[()]
     if lo <= hi and (x.dtype.kind in "iu" or (lo != 0 and hi != 0)):
         # xp.clip (one pass, no masks) gives the same bits here: ordered bounds, and no +-0 bound where it could
         # pick the bound's zero instead of x's

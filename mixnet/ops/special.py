@@ -1,6 +1,9 @@
 """Special functions in plain numpy (mixnet depends on numpy only, not scipy): erf, erfinv, gamma, gammaln and
 the polygamma family their gradients need. Accuracy is float64-level for erf/gamma (math module), and about
-1e-12 relative for polygamma (asymptotic series after upward recurrence)."""
+1e-12 relative for polygamma (asymptotic series after upward recurrence).
+
+A cupy array is computed on its GPU by cupyx.scipy.special (part of cupy), in float64 and with the poles placed
+as the host functions place them, so the two devices agree."""
 import math
 
 import numpy as np
@@ -28,27 +31,51 @@ def _lgamma_scalar(x):
 _lgamma = np.frompyfunc(_lgamma_scalar, 1, 1)
 
 
-def _elementwise(ufunc, x):
-    """Applies a Python-scalar ufunc (object dtype) and returns an array of x's dtype, 0-d included."""
+def _gpu_special(x):
+    """cupyx.scipy.special when x is a cupy array (the numpy code below cannot read device memory), else None."""
+    if isinstance(x, np.ndarray) or not hasattr(x, "__cuda_array_interface__"):
+        return None
+    import cupyx.scipy.special
+    return cupyx.scipy.special
+
+
+def _at_poles(x64, value):
+    """value with nan where the cupy array x64 is a non-positive integer (gamma's and polygamma's poles, where
+    the host functions give nan and scipy's give inf)."""
+    import cupy
+    return cupy.where((x64 <= 0) & (x64 == cupy.floor(x64)), np.nan, value)
+
+
+def _elementwise(ufunc, gpu_name, x):
+    """Applies a Python-scalar ufunc (object dtype) and returns an array of x's dtype, 0-d included; on a GPU,
+    cupyx.scipy.special's `gpu_name` in float64."""
     if not x.size:
         return x.copy()
+    gpu = _gpu_special(x)
+    if gpu is not None:
+        x64 = x.astype(np.float64)
+        value = getattr(gpu, gpu_name)(x64)
+        return (_at_poles(x64, value) if gpu_name == "gamma" else value).astype(x.dtype)
     return np.asarray(ufunc(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
 
 
 def erf(x):
-    return _elementwise(_erf, x)
+    return _elementwise(_erf, "erf", x)
 
 
 def gamma(x):
-    return _elementwise(_gamma, x)
+    return _elementwise(_gamma, "gamma", x)
 
 
 def gammaln(x):
-    return _elementwise(_lgamma, x)
+    return _elementwise(_lgamma, "gammaln", x)
 
 
 def erfinv(y):
     """Inverse error function: Giles' single-precision approximation refined by two Newton steps in float64."""
+    gpu = _gpu_special(y)
+    if gpu is not None:
+        return gpu.erfinv(y.astype(np.float64)).astype(y.dtype)
     y64 = y.astype(np.float64)
     w = -np.log((1.0 - y64) * (1.0 + y64))
     small = w < 5.0
@@ -77,6 +104,12 @@ _B2K = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510
 
 def polygamma(n, x):
     """psi^(n)(x) for n >= 0 (n = 0 is digamma), elementwise, for real x (poles give nan/inf)."""
+    gpu = _gpu_special(x)
+    if gpu is not None:             # psi^(n)(x) = (-1)^(n+1) n! zeta(n+1, x), scipy's own definition
+        x64 = x.astype(np.float64)
+        value = gpu.digamma(x64) if n == 0 else \
+            (-1.0 if n % 2 == 0 else 1.0) * math.factorial(n) * gpu.zeta(float(n + 1), x64)
+        return _at_poles(x64, value).astype(x.dtype)
     x64 = np.array(x, dtype=np.float64, copy=True)
     result = np.zeros_like(x64)
     sign = -1.0 if n % 2 == 0 else 1.0          # (-1)^(n+1)
