@@ -203,16 +203,25 @@ class NDArrayOp(PythonOp):
 
 def _python_prop(python_op):
     """A CustomOpProp (and CustomOp) adapting a PythonOp object."""
-    def arrays(xs):
-        return [x._data for x in xs] if python_op._as_numpy else xs
+    def call(method, written, **groups):
+        """Calls the PythonOp's method: with the NDArrays (NDArrayOp), or with numpy arrays (NumpyOp): the arrays'
+        own buffers on the CPU; on a GPU, host copies, of which the `written` group is copied back."""
+        if not python_op._as_numpy:
+            return method(**groups)
+        hosts = {k: [x._data if isinstance(x._data, np.ndarray) else x.asnumpy() for x in xs]
+                 for k, xs in groups.items()}
+        method(**hosts)
+        for x, host in zip(groups[written], hosts[written]):
+            if host is not x._data:
+                x[:] = host
 
     class Adapter(CustomOp):
         def forward(self, is_train, req, in_data, out_data, aux):
-            python_op.forward(in_data=arrays(in_data), out_data=arrays(out_data))
+            call(python_op.forward, "out_data", in_data=in_data, out_data=out_data)
 
         def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
-            python_op.backward(out_grad=arrays(out_grad), in_data=arrays(in_data), out_data=arrays(out_data),
-                               in_grad=arrays(in_grad))
+            call(python_op.backward, "in_grad", out_grad=out_grad, in_data=in_data, out_data=out_data,
+                 in_grad=in_grad)
 
     class Prop(CustomOpProp):
         def __init__(self):

@@ -52,7 +52,7 @@ def _observe(run):
 
 def _snapshot(block, ctx):
     mx_random._state(ctx)                        # make sure the generator exists before copying its state
-    aux = [(p, [d.asnumpy() for d in p.list_data()]) for p in block.collect_params().values()
+    aux = [(p, [d._data.copy() for d in p.list_data()]) for p in block.collect_params().values()
            if p.grad_req == "null" and p._data is not None]
     rng = {c: copy.deepcopy(g.bit_generator.state) for c, g in mx_random._STATES.items()}
     return aux, rng

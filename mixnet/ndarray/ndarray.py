@@ -14,7 +14,7 @@ from .._operator_table import OPERATORS, install_operators
 from .._source import warn
 from .._traceback import hide_internals
 from ..base import InputDtypeWarning, MXNetError, OpError, ScalarConversionError, dtype_np, is_number
-from ..context import Context, array_module, current_context, cpu
+from ..context import Context, array_module, current_context, cpu, gpu as gpu_context
 from ..ops import dispatch, registry
 from ..ops.common import check_shape, infer as infer_shapes
 from .. import _display, serialization
@@ -191,10 +191,14 @@ class NDArray:
         raise MXNetError("as_np_ndarray: the mx.np namespace is not part of mixnet yet")
 
     def wait_to_read(self):
-        """mixnet runs synchronously, so the data is always ready."""
+        """Blocks until the array's value is computed. On the CPU every op has finished when it returns; on a GPU,
+        cupy queues kernels on the device's stream, and this waits for that stream (as MXNet's engine would)."""
+        if self._ctx.device_type == "gpu":
+            _synchronize(self._ctx)
 
     def wait_to_write(self):
-        """mixnet runs synchronously."""
+        """Blocks until no pending kernel reads or writes the array (the device's stream, on a GPU)."""
+        self.wait_to_read()
 
     def __array__(self, dtype=None, copy=None):
         data = self.asnumpy() if self._ctx.device_type == "gpu" else self._data
@@ -740,13 +744,33 @@ def to_dlpack_for_write(data):
         return data._data.__dlpack__()
 
 
+_DLPACK_CUDA = 2      # DLDeviceType kDLCUDA
+
+
 def from_dlpack(dlpack):
-    """Wraps a DLPack capsule (or any object with __dlpack__) without copying."""
-    if hasattr(dlpack, "__dlpack__"):
-        return _wrap(np.from_dlpack(dlpack), cpu())
-    data = np.from_dlpack(_CapsuleHolder(dlpack, (1, 0)))
-    return _wrap(data, cpu())
+    """Wraps a DLPack capsule (or any object with __dlpack__) without copying: host memory as a CPU array, a GPU's
+    memory (read by cupy) as an array on that GPU."""
+    source = dlpack if hasattr(dlpack, "__dlpack__") else _CapsuleHolder(dlpack, (1, 0))
+    on_gpu = hasattr(dlpack, "__dlpack_device__") and dlpack.__dlpack_device__()[0] == _DLPACK_CUDA
+    if not on_gpu:
+        try:
+            return _wrap(np.from_dlpack(source), cpu())
+        except BufferError:
+            if num_gpus() == 0:     # a bare capsule names its device only inside; numpy refuses a GPU's
+                raise
+    data = array_module(gpu_context(0)).from_dlpack(dlpack)
+    return _wrap(data, Context("gpu", data.device.id))
 
 
 def waitall():
-    """mixnet runs synchronously: nothing is pending."""
+    """Blocks until every queued computation has finished: nothing is pending on the CPU; on GPUs, waits for each
+    device's stream (cupy launches kernels asynchronously, so a timing without this measures only the launches)."""
+    if "cupy" in sys.modules:
+        for device_id in range(num_gpus()):
+            _synchronize(Context("gpu", device_id))
+
+
+def _synchronize(ctx):
+    import cupy
+    with cupy.cuda.Device(ctx.device_id):
+        cupy.cuda.get_current_stream().synchronize()

@@ -34,6 +34,7 @@ import numpy as np
 from ... import _display
 from ..._traceback import hide_internals
 from ...base import MXNetError
+from ...context import cpu
 from . import sampler as _sampler
 from ...ndarray import NDArray, array
 from ... import random as _random
@@ -134,20 +135,23 @@ def _worker_main(parent_pid, kernel_signal, inherited, tasks, results, dataset, 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is for the main process, which then stops the workers
     _die_with_parent(parent_pid, kernel_signal)
     _seed_worker(seed)
-    while True:
-        try:
-            task_id, indices = tasks.recv()
-        except (EOFError, OSError):   # the main process closed the loader
-            return
-        out = _fetch(dataset, batchify_fn, indices)
-        try:
-            payload = ForkingPickler.dumps((task_id, out))
-        except Exception as err:  # noqa: BLE001  (a batch that cannot be pickled is reported, not lost)
-            payload = ForkingPickler.dumps((task_id, _failure("sending the batch to the main process", None, err)))
-        try:
-            results.send_bytes(payload)
-        except OSError:   # the main process closed the loader or died
-            return
+    # batches are made on the CPU, as MXNet's workers make them in cpu_shared: the fork copied the main thread's
+    # default context, and a forked process cannot use the parent's CUDA context
+    with cpu():
+        while True:
+            try:
+                task_id, indices = tasks.recv()
+            except (EOFError, OSError):   # the main process closed the loader
+                return
+            out = _fetch(dataset, batchify_fn, indices)
+            try:
+                payload = ForkingPickler.dumps((task_id, out))
+            except Exception as err:  # noqa: BLE001  (a batch that cannot be pickled is reported, not lost)
+                payload = ForkingPickler.dumps((task_id, _failure("sending the batch to the main process", None, err)))
+            try:
+                results.send_bytes(payload)
+            except OSError:   # the main process closed the loader or died
+                return
 
 
 def _failure(where, index, err):
