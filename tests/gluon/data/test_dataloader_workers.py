@@ -241,3 +241,14 @@ def test_killed_main_process_leaves_no_workers(started_by):
         proc.kill()
         proc.wait(10)
     assert _wait_gone(pids) == []
+
+
+def test_workers_make_batches_on_the_cpu_whatever_the_default_context():
+    # The fork copies the loop's default context (a `with mx.gpu(0):` block, say), which a forked process cannot
+    # use; workers make their batches on cpu(0), as MXNet's make them in cpu_shared(0).
+    features = np.arange(24, dtype=np.float32).reshape(12, 2)
+    data = mixnet.gluon.data.ArrayDataset(features, np.arange(12))
+    with mixnet.cpu(1):
+        batches = list(DataLoader(data, batch_size=4, num_workers=2))
+    assert [b[0].context for b in batches] == [mixnet.cpu(0)] * 3
+    np.testing.assert_array_equal(np.concatenate([b[0].asnumpy() for b in batches]), features)
