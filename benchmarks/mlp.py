@@ -51,7 +51,7 @@ def hybridize_and_settle(net, loss_fn, step, hybrid, static_alloc=False):
 
 def gluon_model(mx, batch, hybrid=False):
     """(net, loss_fn, trainer, x, y): the W2 model, loss, SGD trainer and data, the same Gluon code for mixnet and
-    MXNet 1.9.1 (not hybridized yet)."""
+    MXNet 1.9.1 (not hybridized yet), on the current context."""
     gluon, nn = mx.gluon, mx.gluon.nn
     x_np, y_np = make_data(batch)
     x, y = mx.nd.array(x_np), mx.nd.array(y_np.astype(np.float32))
@@ -84,19 +84,20 @@ def gluon_step(mx, batch, hybrid=False, static_alloc=False):
     return step, mx.nd.waitall, final_loss
 
 
-def numpy_parts(batch):
+def numpy_parts(batch, xp=np):
     """(forward, backward, update, state): the hand-written step in the three parts a Gluon step has (forward and
-    loss, backward, SGD update); state["loss"] is the last forward's per-example loss."""
-    x, y = make_data(batch)
+    loss, backward, SGD update); state["loss"] is the last forward's per-example loss. `xp` is numpy, or cupy for
+    the same step on a GPU (mlp_gpu.py)."""
+    x, y = map(xp.asarray, make_data(batch))
     rng = np.random.default_rng(1)
 
     def xavier(fan_out, fan_in):
         s = np.sqrt(6.0 / (fan_in + fan_out))
-        return rng.uniform(-s, s, (fan_out, fan_in)).astype(np.float32)
+        return xp.asarray(rng.uniform(-s, s, (fan_out, fan_in)).astype(np.float32))
 
-    params = [xavier(HID, IN), np.zeros(HID, np.float32), xavier(HID, HID), np.zeros(HID, np.float32),
-              xavier(OUT, HID), np.zeros(OUT, np.float32)]
-    rows = np.arange(batch)
+    params = [xavier(HID, IN), xp.zeros(HID, np.float32), xavier(HID, HID), xp.zeros(HID, np.float32),
+              xavier(OUT, HID), xp.zeros(OUT, np.float32)]
+    rows = xp.arange(batch)
     scale = np.float32(LR / batch)            # Trainer.step(batch) rescales the summed gradient by 1/batch
     state = {}
 
@@ -104,16 +105,16 @@ def numpy_parts(batch):
         w1, b1, w2, b2, w3, b3 = params
         h1 = x @ w1.T
         h1 += b1
-        np.maximum(h1, 0, out=h1)
+        xp.maximum(h1, 0, out=h1)
         h2 = h1 @ w2.T
         h2 += b2
-        np.maximum(h2, 0, out=h2)
+        xp.maximum(h2, 0, out=h2)
         z = h2 @ w3.T
         z += b3
         z -= z.max(axis=1, keepdims=True)
-        e = np.exp(z)
+        e = xp.exp(z)
         s = e.sum(axis=1, keepdims=True)
-        state.update(loss=np.log(s[:, 0]) - z[rows, y], h1=h1, h2=h2, e=e, s=s)
+        state.update(loss=xp.log(s[:, 0]) - z[rows, y], h1=h1, h2=h2, e=e, s=s)
 
     def backward():
         _, _, w2, _, w3, _ = params
