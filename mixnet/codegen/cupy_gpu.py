@@ -410,6 +410,7 @@ class CudaKernel:
         self.source = render_kernel(group, locations=False).text
         self.sources, self.paths = {}, {}
         self._functions = {}
+        self._plans = {}
         self._lock = threading.Lock()
 
     def render(self, layout=FLAT, locations=False):
@@ -448,12 +449,10 @@ class CudaKernel:
         arrays = [a if a.dtype == self.dtype else a.astype(self.dtype) for a in arrays]
         item = self.dtype.itemsize
         arrays = [a if all(s % item == 0 for s in a.strides) else cupy.ascontiguousarray(a) for a in arrays]
-        shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+        shape, n, layout, scalars = self.plan(tuple((a.shape, a.strides) for a in arrays))
         outs = self._outputs(shape, out)
         targets = [o if o.flags.c_contiguous else cupy.empty(shape, self.dtype) for o in outs]
-        n = math.prod(shape)
         if n:
-            layout, scalars = launch_plan(shape, [(a.shape, [s // item for s in a.strides]) for a in arrays])
             fn = self.function(layout)
             try:
                 fn((_grid(n),), (BLOCK,), (scalars[0], *arrays, *targets, *scalars[1:]))
@@ -463,6 +462,22 @@ class CudaKernel:
             if o is not t:
                 o[...] = t
         return outs[0] if self.n_outputs == 1 else tuple(outs)
+
+    def plan(self, geometry):
+        """(shape, n, layout, scalars) of a launch on inputs of `geometry` ((shape, byte strides) per input),
+        memoized: working them out costs ~15 us of Python a call, as much as a small kernel runs on the device
+        (benchmarks/README.md, "On a GPU"). At most _PLANS_KEPT geometries are kept per kernel."""
+        plan = self._plans.get(geometry)
+        if plan is None:
+            item = self.dtype.itemsize
+            shape = np.broadcast_shapes(*(g[0] for g in geometry)) if geometry else ()
+            n = math.prod(shape)
+            layout, scalars = launch_plan(shape, [(g[0], [s // item for s in g[1]]) for g in geometry]) if n else \
+                (None, None)
+            if len(self._plans) >= _PLANS_KEPT:
+                self._plans.clear()
+            plan = self._plans[geometry] = (shape, n, layout, scalars)
+        return plan
 
     def _outputs(self, shape, out):
         import cupy
@@ -478,6 +493,7 @@ class CudaKernel:
 
 
 _max_blocks = None
+_PLANS_KEPT = 64
 
 
 def _grid(n):

@@ -347,6 +347,19 @@ def test_launch_plan_passes_n_dims_and_strides_in_the_index_type():
     assert layout.wide and scalars == [2**31] and type(scalars[0]) is np.int64
 
 
+def test_a_kernels_launch_plans_are_kept_per_input_geometry_and_bounded():
+    kernel = cg.CudaKernel(Group([Step("elemwise_add", "{0} + {1}", (inp(0), inp(1)))], [0], 2))
+    geometry = (((3, 4, 5), (80, 20, 4)), ((4, 1), (4, 4)))      # float32: byte strides
+    shape, n, layout, scalars = kernel.plan(geometry)
+    assert (shape, n) == ((3, 4, 5), 60)
+    assert (layout, scalars) == cg.launch_plan((3, 4, 5), [((3, 4, 5), (20, 5, 1)), ((4, 1), (1, 1))])
+    assert kernel.plan(geometry) is kernel.plan(geometry)          # worked out once
+    assert kernel.plan((((0, 2), (8, 4)), ((2,), (4,)))) == ((0, 2), 0, None, None)   # nothing to launch
+    for k in range(cg._PLANS_KEPT + 3):
+        kernel.plan((((k + 1,), (4,)), ((1,), (4,))))
+    assert 0 < len(kernel._plans) <= cg._PLANS_KEPT
+
+
 def test_import_mixnet_and_rendering_leave_cupy_unimported(tmp_path):
     code = ("import sys, mixnet as mx\n"
             "from mixnet.codegen import cupy_gpu\n"
