@@ -20,12 +20,14 @@ settings.load_profile(os.environ.get("MIXNET_HYPOTHESIS_PROFILE", "ci"))
 # MIXNET_TEST_CONTEXT=gpu runs every test with mx.gpu(0) as the default device (arrays made without a ctx land on
 # the GPU), so the suite written for the CPU doubles as a GPU check on a machine that has one. Tests that name
 # mx.cpu() stay on the CPU. Without a GPU the run stops at once with the reason, rather than skipping silently.
+# MIXNET_TEST_CONTEXT=cpu1 does the same with mx.cpu(1), a second device on any machine: a test that assumes the
+# default device is cpu(0) fails there as it would on a GPU, so such tests can be found and fixed without one.
 TEST_CONTEXT = os.environ.get("MIXNET_TEST_CONTEXT", "cpu")
 
 
 def pytest_configure(config):
-    if TEST_CONTEXT not in ("cpu", "gpu"):
-        raise pytest.UsageError(f"MIXNET_TEST_CONTEXT must be 'cpu' or 'gpu', got {TEST_CONTEXT!r}")
+    if TEST_CONTEXT not in ("cpu", "cpu1", "gpu"):
+        raise pytest.UsageError(f"MIXNET_TEST_CONTEXT must be 'cpu', 'cpu1' or 'gpu', got {TEST_CONTEXT!r}")
     if TEST_CONTEXT == "gpu":
         import mixnet as mx
         if mx.context.num_gpus() == 0:
@@ -38,7 +40,7 @@ def _default_context():
         yield
         return
     import mixnet as mx
-    with mx.gpu(0):
+    with mx.gpu(0) if TEST_CONTEXT == "gpu" else mx.cpu(1):
         yield
 
 
