@@ -89,10 +89,12 @@ class Estimator:
             raise EstimatorError(f"loss must be a gluon.loss.Loss, got {loss!r} ({type(loss).__name__})")
         return loss
 
-    @staticmethod
-    def _check_context(context):
+    def _check_context(self, context):
         available = [gpu(i) for i in range(num_gpus())]
         if not context:
+            initialized_on = self._initialized_on()
+            if initialized_on:
+                return initialized_on
             if len(available) > 1:
                 warnings.warn("You have multiple GPUs, gpu(0) will be used by default. To utilize all your GPUs, "
                               "specify context as a list of gpus, e.g. context=[mx.gpu(0), mx.gpu(1)] ",
@@ -108,6 +110,15 @@ class Estimator:
                 raise ContextError(f"{ctx} is not available, please make sure your context is in one of: "
                                    + ", ".join(["mx.cpu()"] + [str(c) for c in available]))
         return context
+
+    def _initialized_on(self):
+        """The devices every initialized parameter of the net is on (deferred initialization included), or None
+        (nothing initialized yet, or not all on the same devices). With no context given, a net already initialized
+        trains where it is: MXNet 1.9 picks gpu(0) whenever there is a GPU, and a net initialized on the CPU then
+        fails at its first batch."""
+        placements = {tuple(p.list_ctx()) for p in self.net.collect_params().values()
+                      if p._data is not None or p._deferred_init is not None}
+        return list(placements.pop()) if len(placements) == 1 else None
 
     @staticmethod
     def _check_batch_processor(batch_processor):
