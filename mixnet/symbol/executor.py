@@ -304,6 +304,8 @@ class Executor:
                                  f"{tuple(g.shape)}, the output {tuple(head.shape)}")
             elif g.dtype != head.dtype:
                 g = g.astype(head.dtype)
+            if g.context != head.context:
+                g = g.as_in_context(head.context)     # MXNet copies head gradients onto the executor's device
             heads.append(head)
             grads.append(g)
         for name, req in self._reqs.items():

@@ -48,7 +48,7 @@ def test_backward_before_forward():
 
 def test_backward_before_forward_keeps_auxiliary_states():
     net = mx.sym.BatchNorm(mx.sym.var("x"), name="bn")
-    exe = net.simple_bind(mx.cpu(), x=(4, 3))
+    exe = net.simple_bind(mx.current_context(), x=(4, 3))      # where the head gradient is
     exe.arg_dict["x"][:] = mx.nd.array(np.random.rand(4, 3))
     exe.arg_dict["bn_gamma"][:] = 1
     exe.aux_dict["bn_moving_var"][:] = 1
@@ -56,3 +56,13 @@ def test_backward_before_forward_keeps_auxiliary_states():
     exe.backward(mx.nd.ones((4, 3)))
     for name, value in before.items():
         np.testing.assert_array_equal(exe.aux_dict[name].asnumpy(), value)
+
+
+def test_head_gradients_on_another_device_are_copied_to_the_executors():
+    x = mx.sym.var("x")
+    exe = (x * x).simple_bind(mx.cpu(1), x=(2, 3))
+    exe.arg_dict["x"][:] = np.arange(6, dtype=np.float32).reshape(2, 3)
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.ones((2, 3), ctx=mx.cpu(0)) * 2)
+    assert exe.grad_dict["x"].context == mx.cpu(1)
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), 4 * np.arange(6).reshape(2, 3))
