@@ -11,6 +11,12 @@ pytest.importorskip("IPython", reason="the reprs are read through IPython's disp
 from display_helpers import rich, rows, stats, text  # noqa: E402
 
 
+def _here(expected):
+    """`expected`, written for arrays on cpu(0), for arrays made on the default device (cpu(0), unless the suite
+    runs on another one: tests/conftest.py)."""
+    return expected.replace("@cpu(0)", f"@{mx.current_context()}")
+
+
 # ---------------------------------------------------------------- NDArray text repr
 # MXNet 1.9.1 prints the first, fourth and last forms exactly; mixnet adds the dtype when it is not float32
 # (MXNet prints float16, float64 and int32 [1, 2] alike) and says 'scalar' where MXNet prints '<NDArray  @cpu(0)>'.
@@ -27,20 +33,20 @@ from display_helpers import rich, rows, stats, text  # noqa: E402
     (lambda: nd.array([[1, 2, 3]], dtype="uint8"), "\n[[1 2 3]]\n<NDArray 1x3 uint8 @cpu(0)>"),
 ], ids=["float32", "int32", "float16", "summarised", "float64", "bool", "0-d", "0-d int64", "uint8"])
 def test_ndarray_text_repr(make, expected):
-    x = make()
+    x, expected = make(), _here(expected)
     assert repr(x) == expected and str(x) == expected
 
 
 def test_ndarray_text_repr_of_an_empty_array():
     with mx.np_shape(True):
-        assert repr(nd.zeros((0, 3))) == "\n[]\n<NDArray 0x3 @cpu(0)>"
-        assert repr(nd.zeros((0,), dtype="int32")) == "\n[]\n<NDArray 0 int32 @cpu(0)>"
+        assert repr(nd.zeros((0, 3))) == _here("\n[]\n<NDArray 0x3 @cpu(0)>")
+        assert repr(nd.zeros((0,), dtype="int32")) == _here("\n[]\n<NDArray 0 int32 @cpu(0)>")
 
 
 def test_ndarray_text_repr_follows_numpy_print_options():
     x = nd.array(np.arange(30).reshape(3, 10), dtype="int32")
     with np.printoptions(threshold=5, edgeitems=1):
-        assert repr(x) == "\n[[ 0 ...  9]\n ...\n [20 ... 29]]\n<NDArray 3x10 int32 @cpu(0)>"
+        assert repr(x) == _here("\n[[ 0 ...  9]\n ...\n [20 ... 29]]\n<NDArray 3x10 int32 @cpu(0)>")
 
 
 @given(shape=st.lists(st.integers(0, 9), min_size=0, max_size=4), edge=st.integers(1, 3),
@@ -54,7 +60,7 @@ def test_preview_reads_the_corners_numpy_would_show(shape, edge, threshold, dtyp
 # ---------------------------------------------------------------- NDArray HTML
 def test_ndarray_html_shows_shape_dtype_context_and_values():
     page = rich(nd.array([[1.5, 2], [3, 4]]))
-    assert "<b>NDArray</b> 2x2 <code>float32</code> @cpu(0)" in page
+    assert _here("<b>NDArray</b> 2x2 <code>float32</code> @cpu(0)") in page
     assert "<pre" in page and "[[1.5 2. ]\n [3.  4. ]]</pre>" in page
     assert stats(page) == {}                     # four values are all on screen: no statistics
 
@@ -108,9 +114,9 @@ def test_ndarray_html_of_an_array_on_the_autograd_tape():
 # ---------------------------------------------------------------- sparse
 def test_sparse_text_repr_is_mxnet_s_with_the_dtype_rule():
     dense = nd.array([[0, 1, 0], [0, 0, 0]])
-    assert repr(dense.tostype("csr")) == "\n<CSRNDArray 2x3 @cpu(0)>"                 # MXNet 1.9.1's text
-    assert repr(dense.tostype("row_sparse")) == "\n<RowSparseNDArray 2x3 @cpu(0)>"
-    assert repr(dense.astype("float16").tostype("csr")) == "\n<CSRNDArray 2x3 float16 @cpu(0)>"
+    assert repr(dense.tostype("csr")) == _here("\n<CSRNDArray 2x3 @cpu(0)>")         # MXNet 1.9.1's text
+    assert repr(dense.tostype("row_sparse")) == _here("\n<RowSparseNDArray 2x3 @cpu(0)>")
+    assert repr(dense.astype("float16").tostype("csr")) == _here("\n<CSRNDArray 2x3 float16 @cpu(0)>")
 
 
 def test_sparse_html_says_what_is_stored():

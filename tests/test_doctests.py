@@ -4,6 +4,8 @@ import importlib
 
 import pytest
 
+import mixnet as mx
+
 # module -> the least number of examples it holds (so a docstring losing its examples fails here too)
 MODULES = {
     "mixnet.ndarray.ndarray": 2,        # NDArray, nd.array
@@ -25,7 +27,8 @@ def test_docstring_examples_run(name):
     tests = [t for t in finder.find(module) if t.examples]
     assert len(tests) >= MODULES[name], f"{name}: {len(tests)} docstrings with examples"
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    for test in tests:
-        runner.run(test)
+    with mx.cpu(0):                     # the examples print what a user sees: arrays on the default device, cpu(0)
+        for test in tests:
+            runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} examples failed (output above)"

@@ -31,7 +31,8 @@ def test_float64_input_to_a_float32_net_warns_once_naming_block_and_dtypes(hybri
     net = _mlp()
     if hybridize:
         net.hybridize()
-    x = mx.nd.from_numpy(np.ones((3, 5)))            # float64, as numpy made it
+    x = mx.nd.from_numpy(np.ones((3, 5)))            # float64, as numpy made it (on the CPU, as MXNet's) ...
+    x = x.as_in_context(mx.current_context())        # ... where the net is (the default device)
     out, caught = _caught(lambda: net(x))
     assert out.dtype == np.float64                   # mixnet's behaviour is kept (MXNet raises instead) ...
     assert len(caught) == 1                          # ... but said once, by the outer block only

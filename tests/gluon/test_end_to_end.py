@@ -100,7 +100,20 @@ def test_mlp_on_gaussian_blobs():
 
 
 @pytest.fixture(scope="module")
-def trained_cnn():
+def _trained_cnns():
+    return {}
+
+
+@pytest.fixture
+def trained_cnn(_trained_cnns):
+    """The CNN trained once per module, on first use: in a test, so on the test's default device (a module-scoped
+    fixture runs before the per-test default device applies)."""
+    if "cnn" not in _trained_cnns:
+        _trained_cnns["cnn"] = _train_cnn()
+    return _trained_cnns["cnn"]
+
+
+def _train_cnn():
     x, y = quadrant_images()
     train_data = gluon.data.DataLoader(gluon.data.ArrayDataset(x[:400], y[:400]), batch_size=32, shuffle=True)
     net = make_cnn()
@@ -238,5 +251,5 @@ def test_mxnet_script_runs_on_mixnet_unchanged(mixnet_as_mxnet):
     assert acc >= 0.95
     assert sorted(net.collect_params().keys()) == ["mlp_dense0_bias", "mlp_dense0_weight", "mlp_dense1_bias",
                                                    "mlp_dense1_weight"]
-    pred = net(nd.array(x)).argmax(axis=1).asnumpy()
+    pred = net(nd.array(x, ctx=mx.cpu())).argmax(axis=1).asnumpy()          # the script trains on mx.cpu()
     assert (pred == y).mean() >= 0.95

@@ -165,7 +165,8 @@ def test_equal_contexts_of_other_identity_share_the_graph_and_the_index_stays_bo
     net.hybridize()
     want = net(x).asnumpy()
     for _ in range(cached_graph.CallIndex.LIMIT + 10):
-        y = mx.nd.array(x.asnumpy(), ctx=mx.Context("cpu", 0))   # a new Context object each time
+        ctx = mx.Context(x.context.device_type, x.context.device_id)     # x's, as a new Context object each time
+        y = mx.nd.array(x.asnumpy(), ctx=ctx)
         np.testing.assert_allclose(net(y).asnumpy(), want, rtol=1e-6)
     assert len(net._cached_graphs) == 1
     assert len(net._call_index) <= cached_graph.CallIndex.LIMIT

@@ -29,15 +29,20 @@ def _read(name, suffix, mode="rb"):
         return f.read()
 
 
-def _inputs(name):
+def _input_arrays(name):
     io = json.loads(_read(name, "-io.json"))
     first = io[0] if isinstance(io, list) else io
-    return [mx.nd.array(np.array(x["data"], dtype=np.float32).reshape(x["shape"])) for x in first["inputs"]]
+    return [np.array(x["data"], dtype=np.float32).reshape(x["shape"]) for x in first["inputs"]]
 
 
 SYMBOLS = {name: _read(name, "-symbol.json") for name in MODELS}
 PARAMS = {name: _read(name, "-0000.params") for name in MODELS}
-INPUTS = {name: _inputs(name) for name in MODELS}
+INPUT_ARRAYS = {name: _input_arrays(name) for name in MODELS}
+
+
+def _inputs(name):
+    """The model's inputs as NDArrays on the default device (made in the test: at import it would be cpu(0))."""
+    return [mx.nd.array(a) for a in INPUT_ARRAYS[name]]
 
 ATTRIBUTE_VALUES = {
     "__shape__": ["(100000000000, 100000000)", f"({MAX_DECLARED_ELEMENTS + 1},)", "(8, 10)", "(10, 8)", "(0,)",
@@ -104,7 +109,7 @@ def folder(tmp_path_factory):
                                         os.path.join(DATA, f"{name}-0000.params"))
             if hybridize:
                 block.hybridize(static_alloc=True)
-            block(*INPUTS[name])
+            block(*_inputs(name))
     yield tmp_path_factory.mktemp("hostile-models")
     config.FUSE = fuse
 
@@ -134,7 +139,7 @@ def _import_and_run(folder, name, model, hybridize):
     if hybridize:
         block.hybridize(static_alloc=hybridize == "static")
     for _ in range(2 if hybridize else 1):
-        out = hostile.outcome(block, *INPUTS[name])
+        out = hostile.outcome(block, *_inputs(name))
         if isinstance(out, MXNetError):
             return
 
@@ -193,7 +198,7 @@ def test_declared_shapes_and_initializers_still_work(tmp_path):
     block = SymbolBlock.imports(path, ["data"])
     assert block.collect_params()["mlp_dense0_weight"].shape == (8, 10)
     block.initialize()
-    block(INPUTS["mlp"][0])
+    block(_inputs("mlp")[0])
     np.testing.assert_array_equal(block.collect_params()["mlp_dense0_weight"].data().asnumpy(), 0.5)
 
 
@@ -202,7 +207,7 @@ def test_constant_initializer_that_does_not_fit(tmp_path):
     block = SymbolBlock.imports(path, ["data"])
     block.initialize()
     with pytest.raises(MXNetError, match="Constant initializer.*mlp_dense0_weight.*\\(8, 10\\)"):
-        block(INPUTS["mlp"][0])
+        block(_inputs("mlp")[0])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -223,7 +228,7 @@ def _output_and_grads(block, x):
 
 @pytest.mark.parametrize("flags", [{}, {"static_alloc": True}, {"static_alloc": True, "static_shape": True}])
 def test_hybridized_symbol_block_matches(flags):
-    x = INPUTS["mlp"][0]
+    x = _inputs("mlp")[0]
     plain = _mlp()
     want = _output_and_grads(plain, x)
     block = _mlp()
@@ -249,7 +254,7 @@ class _Head(gluon.HybridBlock):
 
 
 def test_symbol_block_inside_a_hybridized_parent_and_export(tmp_path):
-    x = INPUTS["mlp"][0]
+    x = _inputs("mlp")[0]
     net = _Head(_mlp())
     net.out.initialize()
     eager = net(x).asnumpy()
@@ -264,7 +269,7 @@ def test_symbol_block_inside_a_hybridized_parent_and_export(tmp_path):
 
 @pytest.mark.parametrize("hybridized", [False, True])
 def test_export_after_one_call(tmp_path, hybridized):
-    x = INPUTS["mlp"][0]
+    x = _inputs("mlp")[0]
     block = _mlp()
     if hybridized:
         block.hybridize()

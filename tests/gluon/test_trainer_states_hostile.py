@@ -3,6 +3,7 @@ mutated (bytes, the JSON document, the state arrays) or mismatched files (anothe
 and train on, or raise an MXNetError naming the file and what does not fit - never another exception, within
 ~2 s and ~100 MB each (tests/hostile_inputs.py) - and a refused file changes nothing: the trainer goes on exactly
 as if it had never seen it."""
+import functools
 import json
 
 import numpy as np
@@ -18,7 +19,7 @@ from mixnet.base import MXNetError
 from mixnet.optimizer.optimizer import STATES_JSON_KEY
 from mixnet.serialization import decode, encode
 
-X = mx.nd.array(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4))
+X = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)     # made an NDArray where used, on the test's device
 KINDS = {
     "sgd": ("sgd", lambda: {"learning_rate": 0.1, "momentum": 0.9}),
     "adam": ("adam", lambda: {"learning_rate": 0.01, "wd": 0.001}),
@@ -47,7 +48,7 @@ def _trainer(kind, sizes=(3, 2), **kwargs):
 
 def _step(net, trainer):
     with autograd.record():
-        loss = (net(X.astype(net[0].weight.dtype)) ** 2).sum()
+        loss = (net(mx.nd.array(X, dtype=net[0].weight.dtype)) ** 2).sum()
     loss.backward()
     trainer.step(2)
 
@@ -60,8 +61,21 @@ def _states_file(kind, sizes=(3, 2), steps=2):
     return states
 
 
-SEEDS = {kind: _states_file(kind) for kind in KINDS}
-OTHERS = [_states_file("sgd", (5,)), _states_file("adam", (3, 3)), _states_file("adam", (2, 2))]
+@functools.lru_cache(maxsize=None)
+def _files(context):
+    """Each kind's states file and three of other networks, made on first use on the test's default device (at
+    import time that would be cpu(0) whatever device the tests run on); `context` keys the cache."""
+    seeds = {kind: _states_file(kind) for kind in KINDS}
+    others = [_states_file("sgd", (5,)), _states_file("adam", (3, 3)), _states_file("adam", (2, 2))]
+    return seeds, others
+
+
+def _seeds():
+    return _files(str(mx.current_context()))[0]
+
+
+def _others():
+    return _files(str(mx.current_context()))[1]
 
 
 def _split(data):
@@ -102,7 +116,7 @@ def _mutant(seed, rng):
     if how < 3:
         return hostile.mutate_bytes(seed, rng)
     if how == 9:
-        return rng.choice(OTHERS + list(SEEDS.values()))
+        return rng.choice(_others() + list(_seeds().values()))
     doc, by_name = _split(seed)
     if how < 8 or not by_name:
         hostile.mutate_json(doc, rng, max_mutations=3)
@@ -135,14 +149,16 @@ def _fresh(kind):
     """A network and trainer that have taken a step and loaded their kind's seed file."""
     net, trainer = _trainer(kind)
     _step(net, trainer)
-    trainer._updaters[0].set_states(SEEDS[kind])
+    trainer._updaters[0].set_states(_seeds()[kind])
     return net, trainer
 
 
 @pytest.fixture(scope="module")
 def setups(tmp_path_factory):
-    """One trainer per kind, reused while files are refused (a file that loads changes it: then a fresh one)."""
-    return tmp_path_factory.mktemp("hostile-states"), {kind: _fresh(kind) for kind in KINDS}
+    """One trainer per kind, reused while files are refused (a file that loads changes it: then a fresh one).
+    They are made on first use, in the test, so on the test's default device (a module-scoped fixture runs before
+    the per-test default device applies)."""
+    return tmp_path_factory.mktemp("hostile-states"), {}
 
 
 @pytest.mark.filterwarnings("ignore")         # hostile settings overflow, warn...
@@ -153,6 +169,8 @@ def test_mutated_states_files(setups, kind, rng):
     path = str(folder / "mutant.states")
 
     def check(data):
+        if kind not in made:
+            made[kind] = _fresh(kind)
         net, trainer = made[kind]
         with open(path, "wb") as f:
             f.write(data)
@@ -166,7 +184,7 @@ def test_mutated_states_files(setups, kind, rng):
                 hostile.outcome(_step, net, trainer)
         if not isinstance(result, MXNetError):
             made[kind] = _fresh(kind)
-    hostile.each((_mutant(SEEDS[kind], rng) for _ in range(hostile.BATCH)), check)
+    hostile.each((_mutant(_seeds()[kind], rng) for _ in range(hostile.BATCH)), check)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -188,20 +206,20 @@ def _goes_on_like_its_twin(pair, twin):
 
 
 def _bad_json(kind, change):
-    doc, by_name = _split(SEEDS[kind])
+    doc, by_name = _split(_seeds()[kind])
     change(doc)
     return _join(doc, by_name)
 
 
 def _bad_doc_bytes(kind, raw):
-    _, by_name = _split(SEEDS[kind])
+    _, by_name = _split(_seeds()[kind])
     by_name = dict(by_name)
     return encode(list(by_name.values()) + [np.frombuffer(raw, np.uint8)], list(by_name) + [STATES_JSON_KEY],
                   version=3)
 
 
 PROBES = [
-    ("truncated", lambda: SEEDS["adam"][:len(SEEDS["adam"]) // 2], ["truncated"]),
+    ("truncated", lambda: _seeds()["adam"][:len(_seeds()["adam"]) // 2], ["truncated"]),
     ("empty", lambda: b"", ["truncated"]),
     ("not utf-8", lambda: _bad_doc_bytes("adam", b"\xff\xfe{}"), ["__mixnet_states__", "UnicodeDecodeError"]),
     ("not json", lambda: _bad_doc_bytes("adam", b'{"format": '), ["__mixnet_states__", "JSONDecodeError"]),
@@ -221,8 +239,8 @@ PROBES = [
     ("unknown index", lambda: _bad_json("adam", lambda d: d["states"][0].__setitem__(0, 7)),
      ["parameter 7", "not among the 4"]),
     ("version", lambda: _bad_json("adam", lambda d: d.update(version=2)), ["version"]),
-    ("other network", lambda: OTHERS[1], ["parameter 2", "(2, 3) float32", "(3, 3) float32"]),
-    ("other network, sgd", lambda: OTHERS[0], ["parameter 0", "(3, 4) float32", "(5, 4) float32"]),
+    ("other network", lambda: _others()[1], ["parameter 2", "(2, 3) float32", "(3, 3) float32"]),
+    ("other network, sgd", lambda: _others()[0], ["parameter 0", "(3, 4) float32", "(5, 4) float32"]),
     ("other optimizer's states", lambda: _bad_json("sgd", lambda d: d.pop("optimizer")),
      ["parameter 0", "Adam", "expected a tuple of 2, found an array (3, 4) float32"]),
 ]
@@ -247,9 +265,9 @@ def test_refused_file_is_named_and_changes_nothing(tmp_path, label, make, words)
 def test_mismatch_names_the_parameter():
     net, trainer = _trainer("adam")
     _step(net, trainer)
-    name = list(net.collect_params())[2]                # OTHERS[1]'s second layer is (3, 3), this one's (2, 3)
+    name = list(net.collect_params())[2]              # _others()[1]'s second layer is (3, 3), this one's (2, 3)
     with pytest.raises(MXNetError, match=f"parameter 2 \\('{name}'\\).*\\(2, 3\\) float32.*\\(3, 3\\) float32"):
-        trainer._updaters[0].set_states(OTHERS[1], "x", {i: p.data() for i, p in enumerate(
+        trainer._updaters[0].set_states(_others()[1], "x", {i: p.data() for i, p in enumerate(
             net.collect_params().values())}, {i: n for i, n in enumerate(net.collect_params())})
 
 
@@ -258,7 +276,7 @@ def test_a_file_of_another_optimizer_switches_it_as_mxnet_does(tmp_path):
     _step(net, trainer)
     path = str(tmp_path / "adam.states")
     with open(path, "wb") as f:
-        f.write(SEEDS["adam"])
+        f.write(_seeds()["adam"])
     trainer.load_states(path)
     assert isinstance(trainer.optimizer, opt.Adam) and trainer.optimizer.lr == 0.01
     _step(net, trainer)
@@ -269,7 +287,7 @@ def test_fp16_multi_precision_states_are_checked(tmp_path):
     _step(net, trainer)
     path = str(tmp_path / "fp32.states")
     with open(path, "wb") as f:
-        f.write(SEEDS["adam"])            # float32 states, and its settings turn multi_precision off
+        f.write(_seeds()["adam"])         # float32 states, and its settings turn multi_precision off
     with pytest.raises(MXNetError, match="state\\[0\\]: expected an array \\(3, 4\\) float16, found an array "
                                          "\\(3, 4\\) float32"):
         trainer.load_states(path)
@@ -282,16 +300,16 @@ def test_states_for_a_parameter_initialized_later_are_checked_on_first_use(tmp_p
     trainer = gluon.Trainer(net.collect_params(), "adam")
     path = str(tmp_path / "other.states")
     with open(path, "wb") as f:
-        f.write(OTHERS[2])                          # Dense(2, 2) x 2: parameter 0 does not fit (3, 4)
+        f.write(_others()[2])                       # Dense(2, 2) x 2: parameter 0 does not fit (3, 4)
     with pytest.raises(MXNetError, match="parameter 0"):
         trainer.load_states(path)
-    doc, by_name = _split(OTHERS[2])
+    doc, by_name = _split(_others()[2])
     doc["states"] = [s for s in doc["states"] if s[0] >= 2]       # only the deferred layer's states
     with open(path, "wb") as f:
         f.write(_join(doc, by_name))
     trainer.load_states(path)                       # nothing to check them against yet
     with autograd.record():
-        loss = net(X).sum()
+        loss = net(mx.nd.array(X)).sum()
     loss.backward()
     with pytest.raises(MXNetError, match="loaded for parameter 2 does not fit"):
         trainer.step(2)
@@ -308,7 +326,7 @@ def test_kvstore_paths(tmp_path):
     trainer.step(1)
     path = str(tmp_path / "kv.states")
     with open(path, "wb") as f:
-        f.write(OTHERS[0])
+        f.write(_others()[0])
     before = trainer._kvstore._updater.states
     with pytest.raises(MXNetError, match="kv.states.*parameter 0 \\('w'\\)"):
         trainer.load_states(path)

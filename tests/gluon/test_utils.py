@@ -42,8 +42,8 @@ def test_split_and_load():
     # MXNet 1.9.1: numpy input becomes float32 NDArrays, one row per context
     assert [(p.shape, p.dtype, p.context) for p in parts] == [((1, 2), np.float32, c) for c in ctxs]
     np.testing.assert_array_equal(parts[2].asnumpy(), [[4, 5]])
-    x = mx.nd.ones((4, 3))
-    assert utils.split_and_load(x, [mx.cpu(0)])[0] is x  # one context: the batch itself
+    x = mx.nd.ones((4, 3), ctx=mx.cpu(0))
+    assert utils.split_and_load(x, [mx.cpu(0)])[0] is x  # one context, the batch's own: the batch itself
     parts = utils.split_and_load(x, [mx.cpu(0), mx.cpu(1)], batch_axis=1, even_split=False)
     assert [(p.shape, p.context) for p in parts] == [((4, 2), mx.cpu(0)), ((4, 1), mx.cpu(1))]
     with pytest.raises(MXNetError, match=r"shape \(3,\) cannot be evenly split into 2 slices"):

@@ -24,7 +24,7 @@ def test_matches_mxnet(make):
     net = make(mx.sym.var("x"), mx.sym.var("g"), mx.sym.var("b"), fix_gamma=False, output_mean_var=True, eps=1e-5,
                name="bn")
     assert net.list_auxiliary_states() == ["bn_moving_mean", "bn_moving_var"]
-    exe = net.simple_bind(mx.cpu(), x=(2, 3, 2, 2))
+    exe = net.simple_bind(mx.current_context(), x=(2, 3, 2, 2))          # where the head gradients are
     exe.arg_dict["x"][:] = mx.nd.array(np.arange(24).reshape(2, 3, 2, 2) / 7.0)
     exe.arg_dict["g"][:] = mx.nd.array([1.0, 2.0, 0.5])
     exe.arg_dict["b"][:] = mx.nd.array([0.0, 1.0, -1.0])

@@ -24,7 +24,7 @@ def _run(sym, shapes):
     arg_shapes, _, _ = sym.infer_shape(**shapes)
     args = {name: mx.nd.array(_values(shape, k)) for k, (name, shape) in
             enumerate(zip(sym.list_arguments(), arg_shapes))}
-    return [o.asnumpy() for o in sym.bind(mx.cpu(), args).forward()]
+    return [o.asnumpy() for o in sym.bind(mx.current_context(), args).forward()]   # where args are
 
 
 def _cell(kind):
@@ -86,7 +86,7 @@ def test_encode_sentences_matches_mxnet():
 
 
 def _module(sym, dshape, grad_req="write"):
-    mod = mx.mod.Module(sym, label_names=None)
+    mod = mx.mod.Module(sym, label_names=None, context=mx.current_context())     # where the test's arrays are
     mod.bind(data_shapes=[("data", dshape)], inputs_need_grad=True, grad_req=grad_req)
     return mod
 

@@ -204,7 +204,7 @@ def test_old_files_load():
 def test_executor_bind_forward_backward():
     a = sym.var("a")
     fc = sym.FullyConnected(a, num_hidden=3, name="fc")
-    ex = fc.simple_bind(mx.cpu(), a=(2, 4))
+    ex = fc.simple_bind(mx.current_context(), a=(2, 4))                 # where the head gradient is
     assert sorted(ex.arg_dict) == ["a", "fc_bias", "fc_weight"] and sorted(ex.grad_dict) == sorted(ex.arg_dict)
     ex.arg_dict["a"][:] = 1
     ex.arg_dict["fc_weight"][:] = 0.5

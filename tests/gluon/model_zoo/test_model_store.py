@@ -51,6 +51,6 @@ def test_pretrained_file_on_disk_is_loaded(tmp_path, monkeypatch):
     monkeypatch.setitem(model_store._model_sha1, "resnet18_v1", sha1)
     shutil.copy(src, tmp_path / f"resnet18_v1-{sha1[:8]}.params")
     net = vision.ResNetV1(vision.BasicBlockV1, [1, 1, 1, 1], [4, 8, 12, 16, 20], classes=10, thumbnail=True)
-    model_store.load_pretrained(net, "resnet18_v1", ctx=mx.cpu(), root=str(tmp_path))
+    model_store.load_pretrained(net, "resnet18_v1", ctx=mx.current_context(), root=str(tmp_path))  # the input's
     assert net(mx.nd.ones((1, 3, 8, 8))).shape == (1, 10)
     assert np.isfinite(net.output.weight.data().asnumpy()).all()
