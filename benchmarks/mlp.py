@@ -148,13 +148,14 @@ def numpy_step(batch):
     return step, None, lambda: float(state["loss"].mean())
 
 
-def torch_step(batch):
+def torch_step(batch, device="cpu"):
+    """Eager PyTorch on `device` ('cpu', or 'cuda' for mlp_gpu.py, which then synchronizes after each step)."""
     import torch
     torch.manual_seed(0)
     x_np, y_np = make_data(batch)
-    x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+    x, y = torch.from_numpy(x_np).to(device), torch.from_numpy(y_np).to(device)
     net = torch.nn.Sequential(torch.nn.Linear(IN, HID), torch.nn.ReLU(), torch.nn.Linear(HID, HID),
-                              torch.nn.ReLU(), torch.nn.Linear(HID, OUT))
+                              torch.nn.ReLU(), torch.nn.Linear(HID, OUT)).to(device)
     loss_fn = torch.nn.CrossEntropyLoss()
     opt = torch.optim.SGD(net.parameters(), lr=LR)
     last = {}
@@ -166,7 +167,8 @@ def torch_step(batch):
         opt.step()
         last["loss"] = loss
 
-    return step, None, lambda: float(last["loss"])
+    sync = torch.cuda.synchronize if device == "cuda" else None
+    return step, sync, lambda: float(last["loss"].detach())
 
 
 def _mixnet_root(name):

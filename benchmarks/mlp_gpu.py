@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 from _common import InProcess, interleave, report, skipped  # noqa: E402
-from mlp import IN, HID, LR, OUT, gluon_step, make_data, numpy_parts  # noqa: E402
+from mlp import gluon_step, numpy_parts, torch_step  # noqa: E402
 
 BENCHMARK = "mlp_gpu"
 
@@ -45,34 +45,12 @@ def mixnet_step(batch, hybrid, static_alloc=False):
         return gluon_step(mx, batch, hybrid=hybrid, static_alloc=static_alloc)
 
 
-def torch_step(batch):
-    import torch
-    torch.manual_seed(0)
-    x_np, y_np = make_data(batch)
-    device = torch.device("cuda")
-    x, y = torch.from_numpy(x_np).to(device), torch.from_numpy(y_np).to(device)
-    net = torch.nn.Sequential(torch.nn.Linear(IN, HID), torch.nn.ReLU(), torch.nn.Linear(HID, HID),
-                              torch.nn.ReLU(), torch.nn.Linear(HID, OUT)).to(device)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    opt = torch.optim.SGD(net.parameters(), lr=LR)
-    last = {}
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(x), y)
-        loss.backward()
-        opt.step()
-        last["loss"] = loss
-
-    return step, torch.cuda.synchronize, lambda: float(last["loss"])
-
-
 BUILDERS = {
     "cupy": cupy_step,
     "mixnet": lambda batch: mixnet_step(batch, hybrid=False),
     "mixnet-hybrid": lambda batch: mixnet_step(batch, hybrid=True),
     "mixnet-hybrid-static": lambda batch: mixnet_step(batch, hybrid=True, static_alloc=True),
-    "torch": torch_step,
+    "torch": lambda batch: torch_step(batch, "cuda"),
 }
 
 
