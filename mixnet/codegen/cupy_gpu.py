@@ -465,7 +465,7 @@ class CudaKernel:
 
     def plan(self, geometry):
         """(shape, n, layout, scalars) of a launch on inputs of `geometry` ((shape, byte strides) per input),
-        memoized: working them out costs ~15 us of Python a call, as much as a small kernel runs on the device
+        memoized: working them out costs ~20 us of Python a call, as much as a small kernel runs on the device
         (benchmarks/README.md, "On a GPU"). At most _PLANS_KEPT geometries are kept per kernel."""
         plan = self._plans.get(geometry)
         if plan is None:

@@ -147,7 +147,8 @@ def _worker_main(parent_pid, kernel_signal, inherited, tasks, results, dataset, 
             try:
                 payload = ForkingPickler.dumps((task_id, out))
             except Exception as err:  # noqa: BLE001  (a batch that cannot be pickled is reported, not lost)
-                payload = ForkingPickler.dumps((task_id, _failure("sending the batch to the main process", None, err)))
+                failure = _failure("sending the batch to the main process", None, err)
+                payload = ForkingPickler.dumps((task_id, failure))
             try:
                 results.send_bytes(payload)
             except OSError:   # the main process closed the loader or died
