@@ -17,6 +17,16 @@ def _state(ctx):
     return gen
 
 
+def _context_of(generator):
+    """The Context whose Generator `generator` is, or None. A compiled graph hands its random kernels the
+    generator of its own device; numpy arrays do not say which cpu(k) they are on, so a kernel that runs ops on
+    them (control flow with random ops in its body) learns the device from the generator it was given."""
+    for ctx, gen in list(_STATES.items()):
+        if gen is generator:
+            return ctx
+    return None
+
+
 
 def seed(seed_state, ctx="all"):
     """Seeds the random number generators: of every device (ctx='all') or of one."""

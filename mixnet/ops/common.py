@@ -69,10 +69,11 @@ def device_of(xp, arrays):
     return Context("gpu", getattr(device, "id", 0))
 
 
-def run_ops(xp, fn, arrays, is_train=False):
+def run_ops(xp, fn, arrays, is_train=False, ctx=None):
     """fn(*NDArrays wrapping the raw `arrays`), from inside a kernel: the ops fn applies (a gradient rule, a
-    subgraph) run through the dispatch door, neither recorded nor traced. Returns what fn returns."""
-    ctx = device_of(xp, arrays)
+    subgraph) run through the dispatch door, neither recorded nor traced. Returns what fn returns. ctx: the
+    arrays' device where the kernel knows it (device_of cannot tell cpu(k) from cpu(0))."""
+    ctx = ctx or device_of(xp, arrays)
     token = MODE.set(Mode(recording=False, training=is_train, tracer=None))
     try:
         return fn(*[dispatch.WRAP(a, ctx) for a in arrays])

@@ -25,6 +25,7 @@ all get theirs. The symbol, autograd and ndarray layers sit above this one, henc
 """
 import numpy as np
 
+from .. import random as mx_random
 from .._mode import MODE
 from .attrs import Attr, REQUIRED, optional, parse_int, parse_shape, parse_subgraph
 from .common import call, device_of, run_ops
@@ -218,9 +219,10 @@ def _with_state(infer):
 def _kernel(steps):
     def kernel(xp, *arrays, is_train=False, rng=None, **attrs):
         state = _save_state(rng) if rng is not None and random_inside(attrs) else None
-        # The subgraph's ops run through the dispatch door like eager code (drawing from the same generator),
-        # neither recorded nor traced.
-        outs = run_ops(xp, lambda *inputs: steps(attrs, list(inputs)), arrays, is_train)
+        # The subgraph's ops run through the dispatch door like eager code (drawing from the same generator:
+        # the device's, found from `rng` on cpu(k)), neither recorded nor traced.
+        ctx = None if rng is None else mx_random._context_of(rng)
+        outs = run_ops(xp, lambda *inputs: steps(attrs, list(inputs)), arrays, is_train, ctx)
         datas = [o._data for o in outs]
         # an output that is an input (a loop that never ran) must not alias the caller's buffer
         datas = [d.copy() if any(d is a for a in arrays) else d for d in datas]

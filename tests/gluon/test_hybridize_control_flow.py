@@ -1,7 +1,6 @@
 """Hybridized blocks using contrib.foreach / while_loop / cond: each is one graph node holding its subgraph(s), and
 the block gives eager's outputs and gradients (inputs and parameters), for two input signatures, in train and
 predict mode, for 1.x hybrid_forward (F.contrib.*) and 2.0-style forward (mx.nd.contrib.* on traced values)."""
-import os
 import warnings
 
 import numpy as np
@@ -249,10 +248,6 @@ class DropoutInLoop(gluon.HybridBlock):
 
 
 def test_random_ops_inside_the_body_replay_their_draws_in_backward():
-    if os.environ.get("MIXNET_TEST_CONTEXT") == "cpu1":
-        pytest.skip("mixnet limitation: random ops inside a compiled foreach body on cpu(k != 0) draw from cpu(0)'s "
-                    "generator (mixnet/ops/common.py device_of maps numpy arrays to cpu(0)), eager ones from cpu(k)'s; "
-                    "GPUs are not affected")
     x = [nd.array(np.random.RandomState(5).uniform(0.5, 1, (6, 3)))]
     eager, hybrid = DropoutInLoop(prefix="drop_"), DropoutInLoop(prefix="drop_")
     _same_params(eager, hybrid, x)
@@ -269,6 +264,24 @@ def test_random_ops_inside_the_body_replay_their_draws_in_backward():
     node = next(n for n in hybrid._last_graph.symbol._nodes() if n.op is not None and n.op.name == "_foreach")
     assert node.num_outputs() == 3 and node.num_visible() == 2       # the generator state is a hidden output
     assert '"node_row_ptr"' in hybrid._last_graph.symbol.tojson()
+
+
+def test_random_ops_inside_a_compiled_body_on_cpu1_draw_from_cpu1s_generator():
+    # numpy arrays do not say which cpu(k) they are on: the compiled foreach learns it from the generator its
+    # graph hands it, so its dropout masks are the ones the eager loop draws from cpu(1)'s generator
+    with mx.Context(mx.cpu(1)):
+        x = [nd.array(np.random.RandomState(5).uniform(0.5, 1, (6, 3)))]
+        eager, hybrid = DropoutInLoop(prefix="drop_"), DropoutInLoop(prefix="drop_")
+        _same_params(eager, hybrid, x)
+        hybrid.hybridize()
+        results = []
+        for block in (eager, hybrid):
+            mx.random.seed(11)
+            mx.random.seed(3, ctx=mx.cpu(0))          # a cpu(0) stream apart from cpu(1)'s
+            results.append(_run(block, x, True))
+    for got, want in zip(*results):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
 def test_check_mode_runs_control_flow_blocks_and_catches_a_wrong_subgraph():

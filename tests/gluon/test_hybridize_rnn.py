@@ -3,7 +3,6 @@ with and without begin states, TNC/NTC, sequence lengths, dropout), the cells st
 valid_length, sequential / bidirectional / residual / zoneout / dropout cells), and a cell run by
 F.contrib.foreach. Eager vs hybridized: outputs, input and parameter gradients, two signatures, train and
 predict mode (dropout compared under the same seed), in float64."""
-import os
 
 import numpy as np
 import pytest
@@ -297,10 +296,6 @@ FOREACH = [("lstm", lambda: rnn.LSTMCell(3)), ("gru", lambda: rnn.GRUCell(3)),
 
 @pytest.mark.parametrize("name, make, train", with_modes(FOREACH))
 def test_foreach_cell_hybridized_equals_eager(name, make, train):
-    if name == "sequential_with_dropout" and train and os.environ.get("MIXNET_TEST_CONTEXT") == "cpu1":
-        pytest.skip("mixnet limitation: random ops inside a compiled foreach body on cpu(k != 0) draw from cpu(0)'s "
-                    "generator (mixnet/ops/common.py device_of maps numpy arrays to cpu(0)), eager ones from cpu(k)'s; "
-                    "GPUs are not affected")
     block = _ForeachCell(make)
     sigs = [[rand((t, n, 2), seed), [rand(info["shape"], seed + 1 + i)
                                      for i, info in enumerate(block.cell.state_info(n))]]
