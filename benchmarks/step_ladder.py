@@ -40,6 +40,51 @@ import mlp  # noqa: E402
 BATCH = 128
 
 
+class KernelParts:
+    """W2's step with no framework around its kernels: the compiled plans the user's steps made (one training
+    signature per block; net and loss), called directly on raw arrays, and the Trainer's SGD loop on its flat
+    buffers. forward(), backward() and sgd() are the three parts (step_parts.py times them apart)."""
+
+    def __init__(self, net, loss_fn, x, y):
+        from mixnet.ops import _fastpath
+        (net_graph,), (loss_graph,) = net._cached_graphs.values(), loss_fn._cached_graphs.values()
+        (self.net_plan,), (self.loss_plan,) = net_graph._training.values(), loss_graph._training.values()
+        self.params = net_graph._param_arrays()
+        self.weights = [p._data for p in self.params]
+        self.grads = [p._grad._data for p in self.params]
+        self.flat_w, self.flat_g = self.weights[0].base, self.grads[0].base   # the Trainer's flat buffers
+        if self.flat_w is None or self.flat_g is None or self.flat_w.size != sum(w.size for w in self.weights):
+            raise SystemExit("the parameters are not packed into one flat buffer (the SGD multi-tensor path); "
+                             "nothing to compare the trainer against")
+        self.loops = _fastpath.numba_kernels(np, self.flat_w)
+        self.lr_rescale, self.one = np.float32(mlp.LR) * np.float32(1.0 / BATCH), np.float32(1)
+        self.x, self.y, self.state = x._data, y._data, None
+
+    @staticmethod
+    def _saved(plan, arrays, results):
+        return list(results[plan.n_out:]) + [arrays[k] for k in plan.saved_inputs]
+
+    def forward(self):
+        arrays = [self.x] + self.weights
+        results = self.net_plan.forward._current.run(arrays, True, None)
+        loss_arrays = [results[0], self.y]
+        loss_results = self.loss_plan.forward._current.run(loss_arrays, True, None)
+        self.state = (self._saved(self.net_plan, arrays, results),
+                      self._saved(self.loss_plan, loss_arrays, loss_results), np.ones_like(loss_results[0]))
+
+    def backward(self):
+        self.backward_from(*self.state)
+
+    def backward_from(self, net_saved, loss_saved, head):
+        d_out = self.loss_plan.backward._current.run([head] + loss_saved, True, None)[0]
+        self.net_plan.backward._current.run([d_out] + net_saved, True, self.grads)
+
+    def sgd(self):
+        self.loops.sgd_update(self.flat_w, self.flat_g, self.lr_rescale, self.one)
+        for p in self.params:
+            p._fresh_grad = False
+
+
 def variants():
     """{name: step callable}, mixnet's four rungs after two steps and the background loading."""
     import mixnet as mx
@@ -62,51 +107,25 @@ def variants():
     _fastpath.wait_compiled()
     user_step()
 
-    # the compiled plans the steps above made (one training signature per block)
-    (net_graph,), (loss_graph,) = net._cached_graphs.values(), loss_fn._cached_graphs.values()
-    (net_plan,), (loss_plan,) = net_graph._training.values(), loss_graph._training.values()
-    params = net_graph._param_arrays()
-    weights, grads = [p._data for p in params], [p._grad._data for p in params]
-    flat_w, flat_g = weights[0].base, grads[0].base          # the Trainer's flat buffers (multi-tensor SGD)
-    if flat_w is None or flat_g is None or flat_w.size != sum(w.size for w in weights):
-        raise SystemExit("step_ladder: the parameters are not packed into one flat buffer (the SGD multi-tensor "
-                         "path); nothing to compare the trainer against")
-    loops = _fastpath.numba_kernels(np, flat_w)
-    lr_rescale, one = np.float32(mlp.LR) * np.float32(1.0 / BATCH), np.float32(1)
-
-    def sgd():
-        loops.sgd_update(flat_w, flat_g, lr_rescale, one)
-        for p in params:
-            p._fresh_grad = False
+    kernels = KernelParts(net, loss_fn, x, y)
 
     def no_trainer():
         with autograd.record():
             loss = loss_fn(net(x), y)
         loss.backward()
-        sgd()
-
-    def saved(plan, arrays, results):
-        return list(results[plan.n_out:]) + [arrays[k] for k in plan.saved_inputs]
+        kernels.sgd()
 
     def forward_tape():
         with autograd.record():
             out = net(x)
             loss = loss_fn(out, y)
-        head = np.ones_like(loss._data)
-        d_out = loss_plan.backward._current.run([head] + loss._node.attrs["saved"], True, None)[0]
-        net_plan.backward._current.run([d_out] + out._node.attrs["saved"], True, grads)
-        sgd()
+        kernels.backward_from(out._node.attrs["saved"], loss._node.attrs["saved"], np.ones_like(loss._data))
+        kernels.sgd()
 
     def kernels_only():
-        arrays = [x._data] + weights
-        results = net_plan.forward._current.run(arrays, True, None)
-        loss_arrays = [results[0], y._data]
-        loss_results = loss_plan.forward._current.run(loss_arrays, True, None)
-        head = np.ones_like(loss_results[0])
-        d_out = loss_plan.backward._current.run([head] + saved(loss_plan, loss_arrays, loss_results), True,
-                                                None)[0]
-        net_plan.backward._current.run([d_out] + saved(net_plan, arrays, results), True, grads)
-        sgd()
+        kernels.forward()
+        kernels.backward()
+        kernels.sgd()
 
     return {"mixnet": user_step, "no_trainer": no_trainer, "forward_tape": forward_tape,
             "kernels_only": kernels_only}

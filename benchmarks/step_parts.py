@@ -8,8 +8,12 @@ background loading is waited for first), to show where the difference lies:
   backward       mixnet: loss.backward(); numpy: the softmax gradient, five GEMMs, ReLU masks, bias sums
   update         mixnet: trainer.step(128); numpy: the SGD update of the six arrays
   gemms          the eight GEMMs alone (numpy, same shapes and layouts as both steps): the floor both share
+The same three parts are also timed as "kernels": mixnet's compiled plans and its SGD loop called directly on raw
+arrays (step_ladder.KernelParts), no Block, tape, autograd or Trainer around them: what mixnet's generated code
+and kernels cost, part by part, against numpy's.
 
-Prints one JSON line: median milliseconds per part, the difference mixnet - numpy per part, and the load average.
+Prints one JSON line: median milliseconds per part, the differences mixnet - numpy and kernels - numpy per part,
+and the load average.
 
     OMP_NUM_THREADS=1 python3 benchmarks/step_parts.py [--steps 500]
 """
@@ -27,6 +31,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMB
 import numpy as np  # noqa: E402
 
 import mlp  # noqa: E402
+from step_ladder import KernelParts  # noqa: E402
 
 BATCH = 128
 
@@ -54,7 +59,8 @@ def mixnet_parts():
         forward(), backward(), update()
     mlp.settle(net, loss_fn)
     _fastpath.wait_compiled()
-    return forward, backward, update
+    kernels = KernelParts(net, loss_fn, x, y)
+    return (forward, backward, update), (kernels.forward, kernels.backward, kernels.sgd)
 
 
 def gemms_alone():
@@ -81,13 +87,16 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=500)
     args = parser.parse_args()
-    mx_parts = dict(zip(("forward+loss", "backward", "update"), mixnet_parts()))
+    user, kernels = mixnet_parts()
+    mx_parts = dict(zip(("forward+loss", "backward", "update"), user))
+    kernel_parts = dict(zip(mx_parts, kernels))
     np_parts = dict(zip(mx_parts, mlp.numpy_parts(BATCH)[:3]))
     gemms = gemms_alone()
-    times = {f"{who} {part}": [] for who in ("mixnet", "numpy") for part in mx_parts}
+    whos = (("mixnet", mx_parts), ("kernels", kernel_parts), ("numpy", np_parts))
+    times = {f"{who} {part}": [] for who, _ in whos for part in mx_parts}
     times["gemms"] = []
     for _ in range(args.steps):
-        for who, parts in (("mixnet", mx_parts), ("numpy", np_parts)):
+        for who, parts in whos:
             for part, fn in parts.items():
                 start = time.perf_counter()
                 fn()
@@ -97,10 +106,12 @@ def main():
         times["gemms"].append(time.perf_counter() - start)
     ms = {k: round(1e3 * statistics.median(v), 3) for k, v in times.items()}
     diff = {part: round(ms[f"mixnet {part}"] - ms[f"numpy {part}"], 3) for part in mx_parts}
-    ms["mixnet step"] = round(sum(ms[f"mixnet {p}"] for p in mx_parts), 3)
-    ms["numpy step"] = round(sum(ms[f"numpy {p}"] for p in mx_parts), 3)
+    kernel_diff = {part: round(ms[f"kernels {part}"] - ms[f"numpy {part}"], 3) for part in mx_parts}
+    for who, _ in whos:
+        ms[f"{who} step"] = round(sum(ms[f"{who} {p}"] for p in mx_parts), 3)
     print(json.dumps({"benchmark": "W2 step parts", "batch": BATCH, "steps": args.steps, "median_ms": ms,
-                      "mixnet_minus_numpy_ms": diff, "threads": os.environ["OMP_NUM_THREADS"],
+                      "mixnet_minus_numpy_ms": diff, "kernels_minus_numpy_ms": kernel_diff,
+                      "threads": os.environ["OMP_NUM_THREADS"],
                       "load_avg": round(os.getloadavg()[0], 2)}))
 
 
