@@ -1,6 +1,7 @@
 """Hybridized blocks using contrib.foreach / while_loop / cond: each is one graph node holding its subgraph(s), and
 the block gives eager's outputs and gradients (inputs and parameters), for two input signatures, in train and
 predict mode, for 1.x hybrid_forward (F.contrib.*) and 2.0-style forward (mx.nd.contrib.* on traced values)."""
+import contextlib
 import warnings
 
 import numpy as np
@@ -247,15 +248,21 @@ class DropoutInLoop(gluon.HybridBlock):
         return outs, states[0]
 
 
-def test_random_ops_inside_the_body_replay_their_draws_in_backward():
-    x = [nd.array(np.random.RandomState(5).uniform(0.5, 1, (6, 3)))]
-    eager, hybrid = DropoutInLoop(prefix="drop_"), DropoutInLoop(prefix="drop_")
-    _same_params(eager, hybrid, x)
-    hybrid.hybridize()
-    results = []
-    for block in (eager, hybrid):
-        mx.random.seed(11)
-        results.append(_run(block, x, True))
+@pytest.mark.parametrize("device", [None, 1])
+def test_random_ops_inside_the_body_replay_their_draws_in_backward(device):
+    # device 1: on cpu(1) the compiled foreach must draw from cpu(1)'s generator, as the eager loop does. Numpy
+    # arrays do not say which cpu(k) they are on: the kernel learns it from the generator its graph hands it.
+    with mx.Context(mx.cpu(device)) if device else contextlib.nullcontext():
+        x = [nd.array(np.random.RandomState(5).uniform(0.5, 1, (6, 3)))]
+        eager, hybrid = DropoutInLoop(prefix="drop_"), DropoutInLoop(prefix="drop_")
+        _same_params(eager, hybrid, x)
+        hybrid.hybridize()
+        results = []
+        for block in (eager, hybrid):
+            mx.random.seed(11)
+            if device:
+                mx.random.seed(3, ctx=mx.cpu(0))          # cpu(0)'s stream apart from cpu(1)'s
+            results.append(_run(block, x, True))
     for g, w in zip(*results):
         for a, b in zip(g, w):
             np.testing.assert_allclose(a, b, rtol=1e-6)
@@ -264,24 +271,6 @@ def test_random_ops_inside_the_body_replay_their_draws_in_backward():
     node = next(n for n in hybrid._last_graph.symbol._nodes() if n.op is not None and n.op.name == "_foreach")
     assert node.num_outputs() == 3 and node.num_visible() == 2       # the generator state is a hidden output
     assert '"node_row_ptr"' in hybrid._last_graph.symbol.tojson()
-
-
-def test_random_ops_inside_a_compiled_body_on_cpu1_draw_from_cpu1s_generator():
-    # numpy arrays do not say which cpu(k) they are on: the compiled foreach learns it from the generator its
-    # graph hands it, so its dropout masks are the ones the eager loop draws from cpu(1)'s generator
-    with mx.Context(mx.cpu(1)):
-        x = [nd.array(np.random.RandomState(5).uniform(0.5, 1, (6, 3)))]
-        eager, hybrid = DropoutInLoop(prefix="drop_"), DropoutInLoop(prefix="drop_")
-        _same_params(eager, hybrid, x)
-        hybrid.hybridize()
-        results = []
-        for block in (eager, hybrid):
-            mx.random.seed(11)
-            mx.random.seed(3, ctx=mx.cpu(0))          # a cpu(0) stream apart from cpu(1)'s
-            results.append(_run(block, x, True))
-    for got, want in zip(*results):
-        for a, b in zip(got, want):
-            np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
 def test_check_mode_runs_control_flow_blocks_and_catches_a_wrong_subgraph():
